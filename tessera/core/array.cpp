@@ -1,0 +1,346 @@
+#include "tessera/core/array.h"
+
+#include <algorithm>
+#include <limits>
+#include <sstream>
+
+#include "tessera/backend/cpu/copy.h"
+#include "tessera/backend/cpu/dispatch.h"
+#include "tessera/core/eval.h"
+#include "tessera/core/primitive.h"
+#include "tessera/core/scheduler.h"
+
+namespace tessera {
+
+size_t shape_size(const Shape& shape) {
+  size_t n = 1;
+  for (auto d : shape) {
+    if (d < 0) {
+      std::ostringstream msg;
+      msg << "[array] negative dimension " << d << " in a shape";
+      throw std::invalid_argument(msg.str());
+    }
+    if (d != 0 && n > std::numeric_limits<size_t>::max() / static_cast<size_t>(d)) {
+      throw std::invalid_argument("[array] the number of elements overflows");
+    }
+    n *= static_cast<size_t>(d);
+  }
+  return n;
+}
+
+Strides row_major_strides(const Shape& shape) {
+  Strides s(shape.size());
+  int64_t acc = 1;
+  for (int i = static_cast<int>(shape.size()) - 1; i >= 0; --i) {
+    s[i] = acc;
+    acc *= shape[i];
+  }
+  return s;
+}
+
+Flags compute_flags(const Shape& shape, const Strides& strides) {
+  size_t size = shape_size(shape);
+  bool row = true, col = true;
+  int64_t acc = 1;
+  for (int i = static_cast<int>(shape.size()) - 1; i >= 0; --i) {
+    if (shape[i] == 1) continue;
+    row &= strides[i] == acc;
+    acc *= shape[i];
+  }
+  acc = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 1) continue;
+    col &= strides[i] == acc;
+    acc *= shape[i];
+  }
+  bool contiguous = row || col;
+  if (!contiguous && size > 0) {
+    // A permutation of dense axes: sorted by stride, each stride is the product
+    // of the extents below it.
+    std::vector<std::pair<int64_t, int>> dims;
+    for (size_t i = 0; i < shape.size(); ++i) {
+      if (shape[i] != 1) dims.emplace_back(strides[i], shape[i]);
+    }
+    std::sort(dims.begin(), dims.end());
+    contiguous = true;
+    acc = 1;
+    for (auto& [st, ext] : dims) {
+      contiguous &= st == acc;
+      acc *= ext;
+    }
+  }
+  if (size == 0) row = col = contiguous = true;
+  return Flags{contiguous, row, col};
+}
+
+size_t compute_data_size(const Shape& shape, const Strides& strides) {
+  size_t size = shape_size(shape);
+  if (size == 0) return 0;
+  int64_t lo = 0, hi = 0;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    int64_t span = int64_t(shape[i] - 1) * strides[i];
+    (span < 0 ? lo : hi) += span;
+  }
+  return static_cast<size_t>(hi - lo + 1);
+}
+
+array::ArrayDesc::ArrayDesc(Shape shape_, Dtype dtype_)
+    : shape(std::move(shape_)), size(shape_size(shape)), dtype(dtype_) {
+  strides = row_major_strides(shape);
+}
+
+// Note [Graph lifetime]: dropping the last handle to a long unevaluated chain
+// must not recurse once per node, so the nodes are released with a stack.
+array::ArrayDesc::~ArrayDesc() {
+  if (!node) return;
+  std::vector<std::shared_ptr<Node>> stack;
+  if (node.use_count() == 1) stack.push_back(std::move(node));
+  node = nullptr;
+  while (!stack.empty()) {
+    auto n = std::move(stack.back());
+    stack.pop_back();
+    for (auto& in : n->inputs) {
+      auto& d = in.desc_;
+      if (d.use_count() == 1 && d->node && d->node.use_count() == 1) {
+        stack.push_back(std::move(d->node));
+      }
+    }
+    n->inputs.clear();
+  }
+}
+
+array::array(Empty, Shape shape, Dtype dtype)
+    : desc_(std::make_shared<ArrayDesc>(std::move(shape), dtype)) {}
+
+array::~array() = default;
+
+void array::check_list_size(size_t n, const Shape& shape) {
+  if (n != shape_size(shape)) {
+    throw std::invalid_argument("[array] the initializer list has " + std::to_string(n) +
+                                " elements but the shape needs " +
+                                std::to_string(shape_size(shape)));
+  }
+}
+
+void array::init_from(const void* src, Dtype src_dtype) {
+  auto buffer = allocator::malloc(nbytes());
+  cpu::cast_contiguous(src, src_dtype, buffer.raw_ptr(), dtype(), size());
+  set_data(buffer);
+}
+
+array::array(const complex64_t& val, Dtype dtype) : array(Empty{}, Shape{}, dtype) {
+  init_from(&val, complex64);
+}
+
+array::array(std::initializer_list<float> data)
+    : array(data.begin(), Shape{static_cast<ShapeElem>(data.size())}, float32) {}
+
+array::array(std::initializer_list<int> data, Dtype dtype)
+    : array(data.begin(), Shape{static_cast<ShapeElem>(data.size())}, dtype) {}
+
+array::array(void* data, Shape shape, Dtype dtype, const std::function<void(void*)>& deleter)
+    : array(Empty{}, std::move(shape), dtype) {
+  auto* storage = new allocator::BufferStorage{data, nbytes(), nbytes()};
+  set_data(allocator::Buffer(storage), [deleter](allocator::Buffer b) {
+    if (deleter) deleter(b.raw_ptr());
+    delete b.storage();
+  });
+}
+
+array::array(allocator::Buffer data, Shape shape, Dtype dtype, Deleter deleter)
+    : array(Empty{}, std::move(shape), dtype) {
+  set_data(data, std::move(deleter));
+}
+
+array::array(Shape shape, Dtype dtype, std::shared_ptr<Primitive> primitive,
+             std::vector<array> inputs)
+    : array(Empty{}, std::move(shape), dtype) {
+  if (!primitive) return;  // a temporary for kernels: data comes from set_data
+  auto node = std::make_shared<Node>();
+  node->primitive = std::move(primitive);
+  node->inputs = std::move(inputs);
+  node->outputs.push_back(desc_);
+  desc_->node = std::move(node);
+  desc_->status.store(ArrayStatus::unscheduled, std::memory_order_relaxed);
+}
+
+std::vector<array> array::make_arrays(std::vector<Shape> shapes,
+                                      const std::vector<Dtype>& dtypes,
+                                      const std::shared_ptr<Primitive>& primitive,
+                                      const std::vector<array>& inputs) {
+  auto node = std::make_shared<Node>();
+  node->primitive = primitive;
+  node->inputs = inputs;
+  node->output_shapes = shapes;
+  node->output_dtypes = dtypes;
+  std::vector<array> outs;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    array a(Empty{}, std::move(shapes[i]), dtypes[i]);
+    a.desc_->node = node;
+    a.desc_->position = static_cast<int>(i);
+    a.desc_->status.store(ArrayStatus::unscheduled, std::memory_order_relaxed);
+    node->outputs.push_back(a.desc_);
+    outs.push_back(std::move(a));
+  }
+  return outs;
+}
+
+namespace {
+int normalize_dim(int dim, size_t ndim, const char* what) {
+  int nd = static_cast<int>(ndim);
+  if (dim < -nd || dim >= nd) {
+    std::ostringstream msg;
+    msg << "[array::" << what << "] dimension " << dim << " is out of range for an array with "
+        << ndim << " dimensions";
+    throw std::out_of_range(msg.str());
+  }
+  return dim < 0 ? dim + nd : dim;
+}
+}  // namespace
+
+ShapeElem array::shape(int dim) const { return desc_->shape[normalize_dim(dim, ndim(), "shape")]; }
+
+int64_t array::strides(int dim) const {
+  return desc_->strides[normalize_dim(dim, ndim(), "strides")];
+}
+
+void array::eval() { tessera::eval({*this}); }
+
+void array::wait() {
+  if (status() == ArrayStatus::unscheduled) {
+    eval();
+    return;
+  }
+  if (status() != ArrayStatus::available) {
+    scheduler::wait_for(desc_->event_stream, desc_->event_seq);
+  }
+  if (desc_->error) std::rethrow_exception(desc_->error);
+}
+
+void* array::raw_data() const {
+  if (!desc_->data) {
+    throw std::runtime_error("[array::data] the array has no data: evaluate it first");
+  }
+  return static_cast<char*>(desc_->data->buffer.raw_ptr()) + desc_->offset * itemsize();
+}
+
+Primitive& array::primitive() const {
+  if (!desc_->node) throw std::logic_error("[array::primitive] the array has no primitive");
+  return *desc_->node->primitive;
+}
+
+std::shared_ptr<Primitive> array::primitive_ptr() const {
+  return desc_->node ? desc_->node->primitive : nullptr;
+}
+
+const std::vector<array>& array::inputs() const {
+  static const std::vector<array> none;
+  return desc_->node ? desc_->node->inputs : none;
+}
+
+std::vector<array> array::siblings() const {
+  std::vector<array> out;
+  if (!desc_->node) return out;
+  for (auto& w : desc_->node->outputs) {
+    auto d = w.lock();
+    if (d && d != desc_) out.push_back(array(d));
+  }
+  return out;
+}
+
+void array::detach() { desc_->node = nullptr; }
+
+array::ArrayIterator array::begin() const {
+  if (ndim() == 0) throw std::invalid_argument("[array::begin] cannot iterate over a 0-d array");
+  return ArrayIterator(*this, 0);
+}
+array::ArrayIterator array::end() const {
+  if (ndim() == 0) throw std::invalid_argument("[array::end] cannot iterate over a 0-d array");
+  return ArrayIterator(*this, shape(0));
+}
+
+void array::set_data(allocator::Buffer buffer, Deleter deleter) {
+  desc_->data = std::make_shared<Data>(buffer, std::move(deleter));
+  desc_->offset = 0;
+  desc_->data_size = size();
+  desc_->strides = row_major_strides(shape());
+  bool col = ndim() <= 1 || size() <= 1;
+  if (!col) {
+    // A shape with at most one extent > 1 is also column-contiguous.
+    int big = 0;
+    for (auto d : shape()) big += d > 1;
+    col = big <= 1;
+  }
+  desc_->flags = Flags{true, true, col};
+}
+
+void array::set_data(allocator::Buffer buffer, size_t data_size, Strides strides, Flags flags,
+                     Deleter deleter) {
+  desc_->data = std::make_shared<Data>(buffer, std::move(deleter));
+  desc_->offset = 0;
+  desc_->data_size = data_size;
+  desc_->strides = std::move(strides);
+  desc_->flags = flags;
+}
+
+void array::copy_shared_buffer(const array& other, const Strides& strides, Flags flags,
+                               size_t data_size, int64_t offset) {
+  desc_->data = other.desc_->data;
+  desc_->strides = strides;
+  desc_->flags = flags;
+  desc_->data_size = data_size;
+  desc_->offset = other.desc_->offset + offset;
+}
+
+void array::copy_shared_buffer(const array& other) {
+  copy_shared_buffer(other, other.strides(), other.flags(), other.data_size());
+}
+
+void array::move_shared_buffer(array other, const Strides& strides, Flags flags,
+                               size_t data_size, int64_t offset) {
+  desc_->data = std::move(other.desc_->data);
+  desc_->strides = strides;
+  desc_->flags = flags;
+  desc_->data_size = data_size;
+  desc_->offset = other.desc_->offset + offset;
+}
+
+void array::move_shared_buffer(array other) {
+  auto strides = other.strides();
+  move_shared_buffer(other, strides, other.flags(), other.data_size());
+}
+
+bool array::is_donatable() const {
+  return desc_.use_count() == 1 && desc_->data && desc_->data.use_count() == 1;
+}
+
+template <typename T>
+T array::item_impl() const {
+  if (size() != 1) {
+    std::ostringstream msg;
+    msg << "[item] the array must have exactly one element, it has " << size();
+    throw std::invalid_argument(msg.str());
+  }
+  const void* p = raw_data();
+  return cpu::dispatch_all(dtype(), [&](auto tag) -> T {
+    using S = typename decltype(tag)::type;
+    return cpu::cast_to<T>(*static_cast<const S*>(p));
+  });
+}
+
+template bool array::item_impl<bool>() const;
+template uint8_t array::item_impl<uint8_t>() const;
+template uint16_t array::item_impl<uint16_t>() const;
+template uint32_t array::item_impl<uint32_t>() const;
+template uint64_t array::item_impl<uint64_t>() const;
+template int8_t array::item_impl<int8_t>() const;
+template int16_t array::item_impl<int16_t>() const;
+template int32_t array::item_impl<int32_t>() const;
+template int64_t array::item_impl<int64_t>() const;
+template float16_t array::item_impl<float16_t>() const;
+template bfloat16_t array::item_impl<bfloat16_t>() const;
+template float array::item_impl<float>() const;
+template double array::item_impl<double>() const;
+template complex64_t array::item_impl<complex64_t>() const;
+
+}  // namespace tessera

@@ -1,0 +1,142 @@
+#include "tessera/core/eval.h"
+
+#include <atomic>
+#include <utility>
+
+#include "tessera/core/primitive.h"
+#include "tessera/core/scheduler.h"
+
+namespace tessera {
+
+namespace {
+
+std::atomic<uint32_t> g_visit_epoch{0};
+
+// The unevaluated part of the graph behind `outputs`, in topological order,
+// one array per node. Iterative: graphs of millions of nodes are fine.
+std::vector<array> build_tape(const std::vector<array>& outputs) {
+  uint32_t epoch = ++g_visit_epoch;
+  std::vector<array> tape;
+  std::vector<std::pair<array, size_t>> stack;
+  for (auto& out : outputs) {
+    if (out.status() != ArrayStatus::unscheduled || out.node()->visit_mark == epoch) continue;
+    out.node()->visit_mark = epoch;
+    stack.emplace_back(out, 0);
+    while (!stack.empty()) {
+      auto& [arr, next] = stack.back();
+      const auto& inputs = arr.inputs();
+      if (next < inputs.size()) {
+        const array& in = inputs[next++];
+        if (in.status() == ArrayStatus::unscheduled && in.node()->visit_mark != epoch) {
+          in.node()->visit_mark = epoch;
+          stack.emplace_back(in, 0);
+        }
+      } else {
+        tape.push_back(std::move(arr));
+        stack.pop_back();
+      }
+    }
+  }
+  return tape;
+}
+
+// The task a stream runs for one node. See Note [Stream events].
+//
+// Note [Donation]
+// A kernel may reuse the buffer of an input whose array is referenced by the
+// task alone (array::is_donatable): no user handle, no later node and no view
+// can read it again. For that, nothing else may hold arrays longer than needed:
+// the tape hands each array over as it is scheduled and the task drops its
+// inputs as soon as the kernel has run.
+struct NodeTask {
+  std::shared_ptr<Primitive> primitive;
+  std::vector<array> inputs;
+  std::vector<array> outputs;
+
+  void operator()() {
+    std::exception_ptr error;
+    for (auto& in : inputs) {
+      if (in.status() != ArrayStatus::available) {
+        scheduler::wait_for(in.event_stream(), in.event_seq());
+      }
+      if (in.error()) {
+        error = in.error();
+        break;
+      }
+    }
+    if (!error) {
+      try {
+        if (primitive->device() == Device::cpu) {
+          primitive->eval_cpu(inputs, outputs);
+        } else {
+          primitive->eval_gpu(inputs, outputs);
+        }
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    // Release inputs before publishing outputs so their memory returns first.
+    inputs.clear();
+    primitive.reset();
+    for (auto& out : outputs) {
+      if (error) out.set_error(error);
+      out.set_status(ArrayStatus::available);
+    }
+    outputs.clear();
+  }
+};
+
+void schedule(const std::vector<array>& outputs) {
+  auto tape = build_tape(outputs);
+  for (auto& slot : tape) {
+    // Moved out so that the tape does not keep results alive (see Note [Donation]).
+    array arr = std::move(slot);
+    {
+      auto* n = arr.node();
+      auto siblings = arr.siblings();
+      NodeTask task;
+      task.outputs.reserve(n->outputs.size());
+      for (size_t i = 0; i < n->outputs.size(); ++i) {
+        if (static_cast<int>(i) == arr.position()) {
+          task.outputs.push_back(arr);
+          continue;
+        }
+        bool found = false;
+        for (auto& s : siblings) {
+          if (s.position() == static_cast<int>(i)) {
+            task.outputs.push_back(s);
+            found = true;
+            break;
+          }
+        }
+        if (!found) {
+          // A dropped sibling: the kernel still writes it, into a temporary.
+          task.outputs.push_back(array(n->output_shapes[i], n->output_dtypes[i], nullptr, {}));
+        }
+      }
+      task.primitive = n->primitive;
+      task.inputs = std::move(n->inputs);
+      Stream stream = task.primitive->stream();
+      for (auto& out : task.outputs) {
+        out.set_status(ArrayStatus::scheduled);
+        out.detach();
+      }
+      // The node died with the last detach; the task now holds the only
+      // references to the inputs that this node had.
+      std::vector<array> outs = task.outputs;
+      uint64_t seq = scheduler::enqueue(stream, std::move(task));
+      for (auto& out : outs) out.set_event(stream.index, seq);
+    }
+  }
+}
+
+}  // namespace
+
+void async_eval(std::vector<array> outputs) { schedule(outputs); }
+
+void eval(std::vector<array> outputs) {
+  schedule(outputs);
+  for (auto& out : outputs) out.wait();
+}
+
+}  // namespace tessera

@@ -1,0 +1,226 @@
+#include "tessera/core/scheduler.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+namespace tessera {
+
+namespace {
+
+thread_local int tl_stream_index = -1;
+
+class StreamWorker {
+ public:
+  explicit StreamWorker(int index) : index_(index), thread_([this] { run(); }) {}
+  ~StreamWorker() {
+    {
+      std::lock_guard l(mutex_);
+      stop_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+
+  uint64_t enqueue(std::function<void()> task) {
+    bool notify;
+    uint64_t seq;
+    {
+      std::lock_guard l(mutex_);
+      queue_.push_back(std::move(task));
+      seq = ++submitted_;
+      notify = waiting_;
+    }
+    if (notify) cv_.notify_one();
+    return seq;
+  }
+
+  uint64_t next_seq() {
+    std::lock_guard l(mutex_);
+    return submitted_ + 1;
+  }
+
+  bool is_done(uint64_t seq) const { return completed_.load(std::memory_order_acquire) >= seq; }
+
+  void wait_for(uint64_t seq) {
+    uint64_t c = completed_.load(std::memory_order_acquire);
+    while (c < seq) {
+      completed_.wait(c, std::memory_order_acquire);
+      c = completed_.load(std::memory_order_acquire);
+    }
+  }
+
+ private:
+  void run() {
+    tl_stream_index = index_;
+    std::unique_lock l(mutex_);
+    while (true) {
+      if (queue_.empty()) {
+        waiting_ = true;
+        cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
+        waiting_ = false;
+      }
+      if (queue_.empty() && stop_) return;
+      auto task = std::move(queue_.front());
+      queue_.pop_front();
+      l.unlock();
+      // Tasks catch their own errors (eval records them on the outputs).
+      task();
+      task = nullptr;
+      completed_.fetch_add(1, std::memory_order_acq_rel);
+      completed_.notify_all();
+      l.lock();
+    }
+  }
+
+  int index_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  uint64_t submitted_ = 0;
+  std::atomic<uint64_t> completed_{0};
+  bool waiting_ = false;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+struct StreamRegistry {
+  std::mutex mutex;
+  std::vector<Stream> streams;
+  std::vector<std::unique_ptr<StreamWorker>> workers;  // indexed by stream index
+  Device default_device{Device::cpu};
+  std::vector<Stream> default_streams;  // one per device type (cpu, gpu)
+
+  StreamRegistry() { default_streams.push_back(create(Device::cpu)); }
+
+  Stream create(Device d) {
+    std::lock_guard l(mutex);
+    Stream s(static_cast<int>(streams.size()), d);
+    streams.push_back(s);
+    workers.push_back(std::make_unique<StreamWorker>(s.index));
+    return s;
+  }
+
+  StreamWorker& worker(int index) {
+    std::lock_guard l(mutex);
+    if (index < 0 || index >= static_cast<int>(workers.size())) {
+      throw std::invalid_argument("[stream] unknown stream index " + std::to_string(index));
+    }
+    return *workers[index];
+  }
+};
+
+StreamRegistry& registry() {
+  // Leaked on purpose: stream threads may still finish tasks during exit.
+  static StreamRegistry* r = new StreamRegistry();
+  return *r;
+}
+
+void check_device(const char* op, const Device& d) {
+  if (!is_available(d)) {
+    std::ostringstream msg;
+    msg << "[" << op << "] device " << d
+        << " is not available: this build of Tessera has no GPU backend or no GPU was found";
+    throw std::invalid_argument(msg.str());
+  }
+}
+
+}  // namespace
+
+namespace scheduler {
+
+uint64_t enqueue(const Stream& s, std::function<void()> task) {
+  return registry().worker(s.index).enqueue(std::move(task));
+}
+uint64_t next_seq(const Stream& s) { return registry().worker(s.index).next_seq(); }
+bool is_done(int stream_index, uint64_t seq) {
+  return stream_index < 0 || registry().worker(stream_index).is_done(seq);
+}
+void wait_for(int stream_index, uint64_t seq) {
+  if (stream_index < 0) return;
+  registry().worker(stream_index).wait_for(seq);
+}
+int current_stream_index() { return tl_stream_index; }
+
+}  // namespace scheduler
+
+std::ostream& operator<<(std::ostream& os, const Device& d) {
+  return os << "Device(" << (d.type == Device::cpu ? "cpu" : "gpu") << ", " << d.index << ")";
+}
+
+std::ostream& operator<<(std::ostream& os, const Stream& s) {
+  return os << "Stream(" << s.device << ", " << s.index << ")";
+}
+
+const Device& default_device() { return registry().default_device; }
+
+void set_default_device(const Device& d) {
+  check_device("set_default_device", d);
+  registry().default_device = d;
+}
+
+bool is_available(const Device& d) { return d.type == Device::cpu && d.index == 0; }
+
+int device_count(Device::DeviceType type) { return type == Device::cpu ? 1 : 0; }
+
+Stream default_stream(Device d) {
+  check_device("default_stream", d);
+  return registry().default_streams[0];
+}
+
+void set_default_stream(Stream s) {
+  check_device("set_default_stream", s.device);
+  registry().default_streams[0] = s;
+}
+
+Stream new_stream(Device d) {
+  check_device("new_stream", d);
+  return registry().create(d);
+}
+
+std::vector<Stream> get_streams() {
+  auto& r = registry();
+  std::lock_guard l(r.mutex);
+  return r.streams;
+}
+
+Stream to_stream(StreamOrDevice s) { return to_stream(s, default_device()); }
+
+Stream to_stream(StreamOrDevice s, Device default_dev) {
+  if (auto* st = std::get_if<Stream>(&s)) return *st;
+  if (auto* d = std::get_if<Device>(&s)) return default_stream(*d);
+  if (auto* t = std::get_if<Device::DeviceType>(&s)) return default_stream(Device(*t));
+  return default_stream(default_dev);
+}
+
+void synchronize(Stream s) {
+  auto& w = registry().worker(s.index);
+  w.wait_for(w.next_seq() - 1);
+}
+
+void synchronize() {
+  for (auto& s : get_streams()) synchronize(s);
+}
+
+StreamContext::StreamContext(StreamOrDevice s)
+    : prev_device_(default_device()), prev_stream_(default_stream(default_device())) {
+  if (std::holds_alternative<std::monostate>(s)) {
+    throw std::invalid_argument("[StreamContext] a stream or device is required");
+  }
+  Stream st = to_stream(s);
+  set_default_device(st.device);
+  set_default_stream(st);
+}
+
+StreamContext::~StreamContext() {
+  set_default_device(prev_device_);
+  set_default_stream(prev_stream_);
+}
+
+}  // namespace tessera

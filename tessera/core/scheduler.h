@@ -1,0 +1,27 @@
+// Stream workers: each CPU stream runs its tasks in order on a thread of its own.
+//
+// Note [Stream events]
+// Every task enqueued on a stream gets a sequence number; a stream counts the
+// tasks it has finished. "Task k of stream s has run" is then the event
+// (s, k): waiting on it needs no allocation, and an array records the event
+// of the task that produces it (array::set_event).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "tessera/core/device.h"
+
+namespace tessera::scheduler {
+
+// Queues task on stream s; returns its sequence number (1, 2, ...).
+uint64_t enqueue(const Stream& s, std::function<void()> task);
+// The sequence number the next task enqueued on s will get.
+uint64_t next_seq(const Stream& s);
+bool is_done(int stream_index, uint64_t seq);
+// Blocks until task seq of the stream has run.
+void wait_for(int stream_index, uint64_t seq);
+// The stream index of the calling thread when it is a stream worker, else -1.
+int current_stream_index();
+
+}  // namespace tessera::scheduler

@@ -1,0 +1,167 @@
+#include "tessera/memory/allocator.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <new>
+#include <sstream>
+#include <stdexcept>
+
+namespace tessera::allocator {
+
+namespace {
+
+constexpr size_t kHeader = 64;
+constexpr size_t kAlign = 64;
+
+size_t physical_memory() {
+  long pages = sysconf(_SC_PHYS_PAGES);
+  long page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return size_t{1} << 34;
+  return static_cast<size_t>(pages) * static_cast<size_t>(page);
+}
+
+// Size classes: multiples of 64 bytes up to 4 KiB, then multiples of 4 KiB up to
+// 1 MiB, then of 64 KiB. A freed block returns to a cache keyed by its class.
+size_t size_class(size_t n) {
+  if (n <= 4096) return (n + 63) & ~size_t{63};
+  if (n <= (size_t{1} << 20)) return (n + 4095) & ~size_t{4095};
+  return (n + 65535) & ~size_t{65535};
+}
+
+class HostAllocator {
+ public:
+  HostAllocator() : memory_limit_(physical_memory()), cache_limit_(memory_limit_) {}
+  ~HostAllocator() {
+    std::lock_guard lock(mutex_);
+    for (auto& [cap, s] : cache_) std::free(s);
+  }
+
+  Buffer malloc(size_t size) {
+    size_t cap = size_class(size);
+    std::unique_lock lock(mutex_);
+    BufferStorage* s = take_cached(cap);
+    if (!s) {
+      if (active_ + cache_bytes_ + cap > memory_limit_ && cache_bytes_ > 0) {
+        release_cache(0);
+      }
+      if (active_ + cap > memory_limit_) {
+        std::ostringstream msg;
+        msg << "[malloc] cannot allocate " << size << " bytes: " << active_
+            << " bytes are in use and the memory limit is " << memory_limit_ << " bytes";
+        throw std::runtime_error(msg.str());
+      }
+      lock.unlock();
+      void* p = std::aligned_alloc(kAlign, kHeader + cap);
+      if (!p) {
+        lock.lock();
+        release_cache(0);
+        lock.unlock();
+        p = std::aligned_alloc(kAlign, kHeader + cap);
+        if (!p) {
+          throw std::runtime_error("[malloc] the system could not allocate " +
+                                   std::to_string(size) + " bytes");
+        }
+      }
+      s = static_cast<BufferStorage*>(p);
+      s->host = static_cast<char*>(p) + kHeader;
+      s->capacity = cap;
+      lock.lock();
+    }
+    s->size = size;
+    active_ += cap;
+    if (active_ > peak_) peak_ = active_;
+    return Buffer(s);
+  }
+
+  void free(Buffer b) {
+    BufferStorage* s = b.storage();
+    if (!s) return;
+    std::lock_guard lock(mutex_);
+    active_ -= s->capacity;
+    if (cache_limit_ == 0) {
+      std::free(s);
+      return;
+    }
+    cache_.emplace(s->capacity, s);
+    cache_bytes_ += s->capacity;
+    if (cache_bytes_ > cache_limit_) release_cache(cache_limit_);
+  }
+
+  size_t active() { std::lock_guard l(mutex_); return active_; }
+  size_t peak() { std::lock_guard l(mutex_); return peak_; }
+  void reset_peak() { std::lock_guard l(mutex_); peak_ = active_; }
+  size_t cache() { std::lock_guard l(mutex_); return cache_bytes_; }
+  size_t memory_limit() { std::lock_guard l(mutex_); return memory_limit_; }
+  size_t set_memory_limit(size_t limit) {
+    std::lock_guard l(mutex_);
+    size_t old = memory_limit_;
+    memory_limit_ = limit;
+    return old;
+  }
+  size_t set_cache_limit(size_t limit) {
+    std::lock_guard l(mutex_);
+    size_t old = cache_limit_;
+    cache_limit_ = limit;
+    if (cache_bytes_ > cache_limit_) release_cache(cache_limit_);
+    return old;
+  }
+  void clear() { std::lock_guard l(mutex_); release_cache(0); }
+
+ private:
+  BufferStorage* take_cached(size_t cap) {
+    auto it = cache_.find(cap);
+    if (it == cache_.end()) return nullptr;
+    BufferStorage* s = it->second;
+    cache_.erase(it);
+    cache_bytes_ -= cap;
+    return s;
+  }
+
+  // Frees cached blocks, largest first, until the cache holds at most `target` bytes.
+  void release_cache(size_t target) {
+    while (cache_bytes_ > target && !cache_.empty()) {
+      auto it = std::prev(cache_.end());
+      cache_bytes_ -= it->first;
+      std::free(it->second);
+      cache_.erase(it);
+    }
+  }
+
+  std::mutex mutex_;
+  std::multimap<size_t, BufferStorage*> cache_;
+  size_t cache_bytes_ = 0;
+  size_t active_ = 0;
+  size_t peak_ = 0;
+  size_t memory_limit_;
+  size_t cache_limit_;
+};
+
+HostAllocator& host_allocator() {
+  // Leaked on purpose: buffers may be freed by static destructors at exit.
+  static HostAllocator* a = new HostAllocator();
+  return *a;
+}
+
+}  // namespace
+
+Buffer malloc(size_t size) { return host_allocator().malloc(size); }
+void free(Buffer buffer) { host_allocator().free(buffer); }
+
+}  // namespace tessera::allocator
+
+namespace tessera {
+
+size_t get_active_memory() { return allocator::host_allocator().active(); }
+size_t get_peak_memory() { return allocator::host_allocator().peak(); }
+void reset_peak_memory() { allocator::host_allocator().reset_peak(); }
+size_t get_cache_memory() { return allocator::host_allocator().cache(); }
+size_t get_memory_limit() { return allocator::host_allocator().memory_limit(); }
+size_t set_memory_limit(size_t limit) { return allocator::host_allocator().set_memory_limit(limit); }
+size_t set_cache_limit(size_t limit) { return allocator::host_allocator().set_cache_limit(limit); }
+size_t set_wired_limit(size_t) { return 0; }
+void clear_cache() { allocator::host_allocator().clear(); }
+
+}  // namespace tessera

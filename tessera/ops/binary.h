@@ -1,0 +1,92 @@
+// Elementwise functions of two or three arrays (NumPy broadcasting, promotion
+// by the table of the reference; C++ scalars follow the C++ rule of cpp.md).
+//
+//   auto c = a + 1.0f;             // float32 scalar promotes with a
+//   auto m = where(a > 0, a, 0);   // ReLU
+#pragma once
+
+#include <optional>
+#include <type_traits>
+#include <vector>
+
+#include "tessera/core/array.h"
+#include "tessera/core/device.h"
+
+namespace tessera {
+
+array add(const array& a, const array& b, StreamOrDevice s = {});
+array subtract(const array& a, const array& b, StreamOrDevice s = {});
+array multiply(const array& a, const array& b, StreamOrDevice s = {});
+array divide(const array& a, const array& b, StreamOrDevice s = {});
+array floor_divide(const array& a, const array& b, StreamOrDevice s = {});
+array remainder(const array& a, const array& b, StreamOrDevice s = {});
+std::vector<array> divmod(const array& a, const array& b, StreamOrDevice s = {});
+array power(const array& a, const array& b, StreamOrDevice s = {});
+array maximum(const array& a, const array& b, StreamOrDevice s = {});
+array minimum(const array& a, const array& b, StreamOrDevice s = {});
+array logaddexp(const array& a, const array& b, StreamOrDevice s = {});
+array arctan2(const array& a, const array& b, StreamOrDevice s = {});
+array equal(const array& a, const array& b, StreamOrDevice s = {});
+array not_equal(const array& a, const array& b, StreamOrDevice s = {});
+array greater(const array& a, const array& b, StreamOrDevice s = {});
+array greater_equal(const array& a, const array& b, StreamOrDevice s = {});
+array less(const array& a, const array& b, StreamOrDevice s = {});
+array less_equal(const array& a, const array& b, StreamOrDevice s = {});
+array logical_and(const array& a, const array& b, StreamOrDevice s = {});
+array logical_or(const array& a, const array& b, StreamOrDevice s = {});
+array logical_xor(const array& a, const array& b, StreamOrDevice s = {});
+array bitwise_and(const array& a, const array& b, StreamOrDevice s = {});
+array bitwise_or(const array& a, const array& b, StreamOrDevice s = {});
+array bitwise_xor(const array& a, const array& b, StreamOrDevice s = {});
+array left_shift(const array& a, const array& b, StreamOrDevice s = {});
+array right_shift(const array& a, const array& b, StreamOrDevice s = {});
+
+// condition ? x : y, all three broadcast.
+array where(const array& condition, const array& x, const array& y, StreamOrDevice s = {});
+// Clamp to [a_min, a_max]; at least one bound is required.
+array clip(const array& a, const std::optional<array>& a_min = std::nullopt,
+           const std::optional<array>& a_max = std::nullopt, StreamOrDevice s = {});
+// |a - b| <= atol + rtol * |b|, elementwise.
+array isclose(const array& a, const array& b, double rtol = 1e-5, double atol = 1e-8,
+              bool equal_nan = false, StreamOrDevice s = {});
+// All of isclose, as a bool scalar.
+array allclose(const array& a, const array& b, double rtol = 1e-5, double atol = 1e-8,
+               bool equal_nan = false, StreamOrDevice s = {});
+// Same shape and equal values (dtypes may differ), as a bool scalar.
+array array_equal(const array& a, const array& b, bool equal_nan, StreamOrDevice s = {});
+array array_equal(const array& a, const array& b, StreamOrDevice s = {});
+
+// Operators. A C++ scalar becomes array(scalar) (its own dtype, cpp.md).
+#define TESSERA_BINARY_OPERATOR(OP, FN)                       \
+  array operator OP(const array& a, const array& b);          \
+  template <typename T>                                       \
+    requires std::is_arithmetic_v<T>                          \
+  array operator OP(T a, const array& b) {                    \
+    return FN(array(a), b);                                   \
+  }                                                           \
+  template <typename T>                                       \
+    requires std::is_arithmetic_v<T>                          \
+  array operator OP(const array& a, T b) {                    \
+    return FN(a, array(b));                                   \
+  }
+TESSERA_BINARY_OPERATOR(+, add)
+TESSERA_BINARY_OPERATOR(-, subtract)
+TESSERA_BINARY_OPERATOR(*, multiply)
+TESSERA_BINARY_OPERATOR(/, divide)
+TESSERA_BINARY_OPERATOR(%, remainder)
+TESSERA_BINARY_OPERATOR(==, equal)
+TESSERA_BINARY_OPERATOR(!=, not_equal)
+TESSERA_BINARY_OPERATOR(<, less)
+TESSERA_BINARY_OPERATOR(<=, less_equal)
+TESSERA_BINARY_OPERATOR(>, greater)
+TESSERA_BINARY_OPERATOR(>=, greater_equal)
+TESSERA_BINARY_OPERATOR(&&, logical_and)
+TESSERA_BINARY_OPERATOR(||, logical_or)
+TESSERA_BINARY_OPERATOR(&, bitwise_and)
+TESSERA_BINARY_OPERATOR(|, bitwise_or)
+TESSERA_BINARY_OPERATOR(^, bitwise_xor)
+TESSERA_BINARY_OPERATOR(<<, left_shift)
+TESSERA_BINARY_OPERATOR(>>, right_shift)
+#undef TESSERA_BINARY_OPERATOR
+
+}  // namespace tessera

@@ -1,0 +1,57 @@
+// Primitives that move or convert data without arithmetic.
+#pragma once
+
+#include "tessera/core/primitive.h"
+
+namespace tessera {
+
+// Cast to the output dtype (row-contiguous result).
+class AsType : public UnaryPrimitive {
+ public:
+  AsType(Stream s, Dtype dtype) : UnaryPrimitive(s), dtype_(dtype) {}
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_PRIMITIVE_NAME(AsType)
+  bool is_equivalent(const Primitive& other) const override;
+  Dtype dtype() const { return dtype_; }
+
+ private:
+  Dtype dtype_;
+};
+
+// A copy: new buffer, row-contiguous.
+class Copy : public UnaryPrimitive {
+ public:
+  using UnaryPrimitive::UnaryPrimitive;
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_PRIMITIVE_NAME(Copy)
+  bool is_equivalent(const Primitive& other) const override;
+};
+
+// A view of the input broadcast to the output shape (stride 0 on new axes).
+class Broadcast : public UnaryPrimitive {
+ public:
+  Broadcast(Stream s, Shape shape) : UnaryPrimitive(s), shape_(std::move(shape)) {}
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_PRIMITIVE_NAME(Broadcast)
+  bool is_equivalent(const Primitive& other) const override;
+  const Shape& shape() const { return shape_; }
+
+ private:
+  Shape shape_;
+};
+
+// Makes the data row-contiguous (or column-contiguous when allowed): a view
+// when it already is, else a copy.
+class Contiguous : public UnaryPrimitive {
+ public:
+  Contiguous(Stream s, bool allow_col_major)
+      : UnaryPrimitive(s), allow_col_major_(allow_col_major) {}
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_PRIMITIVE_NAME(Contiguous)
+  bool is_equivalent(const Primitive& other) const override;
+
+ private:
+  bool allow_col_major_;
+};
+
+}  // namespace tessera

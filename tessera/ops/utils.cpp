@@ -1,0 +1,82 @@
+#include "tessera/ops/utils.h"
+
+#include <algorithm>
+#include <sstream>
+#include <stdexcept>
+
+namespace tessera {
+
+namespace {
+template <typename V>
+std::string seq_str(const V& v) {
+  std::ostringstream os;
+  os << "(";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) os << ",";
+    os << v[i];
+  }
+  if (v.size() == 1) os << ",";
+  os << ")";
+  return os.str();
+}
+}  // namespace
+
+std::string shape_str(const Shape& shape) { return seq_str(shape); }
+std::string ints_str(const std::vector<int>& v) { return seq_str(v); }
+
+void throw_invalid(const char* op, const std::string& what) {
+  throw std::invalid_argument("[" + std::string(op) + "] " + what);
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
+  size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {
+    int da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    int db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (da == db || db == 1) {
+      out[i] = da;
+    } else if (da == 1) {
+      out[i] = db;
+    } else {
+      throw_invalid(op, "shapes " + shape_str(a) + " and " + shape_str(b) +
+                            " cannot be broadcast");
+    }
+  }
+  return out;
+}
+
+Shape broadcast_shapes(const std::vector<Shape>& shapes, const char* op) {
+  if (shapes.empty()) return {};
+  Shape out = shapes[0];
+  for (size_t i = 1; i < shapes.size(); ++i) out = broadcast_shapes(out, shapes[i], op);
+  return out;
+}
+
+int normalize_axis(int axis, int ndim, const char* op) {
+  if (axis < -ndim || axis >= ndim) {
+    std::ostringstream msg;
+    msg << "axis " << axis << " is out of bounds for an array with " << ndim << " dimensions";
+    throw_invalid(op, msg.str());
+  }
+  return axis < 0 ? axis + ndim : axis;
+}
+
+std::vector<int> normalize_axes(const std::vector<int>& axes, int ndim, const char* op) {
+  std::vector<int> out;
+  out.reserve(axes.size());
+  for (int a : axes) out.push_back(normalize_axis(a, ndim, op));
+  std::sort(out.begin(), out.end());
+  if (std::adjacent_find(out.begin(), out.end()) != out.end()) {
+    throw_invalid(op, "repeated axis in " + ints_str(axes));
+  }
+  return out;
+}
+
+std::vector<int> all_axes(int ndim) {
+  std::vector<int> v(ndim);
+  for (int i = 0; i < ndim; ++i) v[i] = i;
+  return v;
+}
+
+}  // namespace tessera

@@ -1,0 +1,16 @@
+// Tessera: lazy arrays on CPUs and NVIDIA GPUs, with MLX's interface.
+//
+//   #include <tessera/tessera.h>
+//   namespace mx = tessera;
+//   auto a = mx::ones({2, 2});
+//   auto b = mx::matmul(a, a) + 1.0f;
+//   mx::eval(b);
+#pragma once
+
+#include "tessera/core/array.h"
+#include "tessera/core/device.h"
+#include "tessera/core/dtype.h"
+#include "tessera/core/eval.h"
+#include "tessera/core/primitive.h"
+#include "tessera/memory/allocator.h"
+#include "tessera/ops/ops.h"

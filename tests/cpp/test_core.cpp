@@ -1,0 +1,211 @@
+// The array, the graph, evaluation, streams and memory.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "tessera/tessera.h"
+
+using namespace tessera;
+
+TEST(Array, ScalarConstructionAndItem) {
+  array a(3.5f);
+  EXPECT_EQ(a.dtype(), float32);
+  EXPECT_EQ(a.ndim(), 0u);
+  EXPECT_EQ(a.size(), 1u);
+  EXPECT_EQ(a.item<float>(), 3.5f);
+  EXPECT_EQ(array(7).dtype(), int32);
+  EXPECT_EQ(array(true).dtype(), bool_);
+  EXPECT_EQ(array(2.0).dtype(), float32);  // C++ rule: double -> float32
+  EXPECT_EQ(array(int64_t{5}).dtype(), int64);
+  EXPECT_EQ(array(uint32_t{5}).dtype(), uint32);
+  EXPECT_EQ(array(complex64_t(1, 2)).item<complex64_t>(), complex64_t(1, 2));
+  EXPECT_EQ(array(1.25, float64).item<double>(), 1.25);
+  EXPECT_EQ(array(300, uint8).item<int>(), 300 % 256);
+}
+
+TEST(Array, ListConstruction) {
+  array a({1.f, 2.f, 3.f, 4.f}, {2, 2});
+  EXPECT_EQ(a.shape(), (Shape{2, 2}));
+  EXPECT_EQ(a.strides(), (Strides{2, 1}));
+  EXPECT_TRUE(a.flags().row_contiguous);
+  EXPECT_FALSE(a.flags().col_contiguous);
+  EXPECT_EQ(a.data<float>()[3], 4.f);
+  array b({1, 2, 3});
+  EXPECT_EQ(b.dtype(), int32);
+  array c({1, 2, 3}, float16);
+  EXPECT_EQ(c.dtype(), float16);
+  EXPECT_EQ(static_cast<float>(c.data<float16_t>()[2]), 3.f);
+  array d({true, false});
+  EXPECT_EQ(d.dtype(), bool_);
+  EXPECT_THROW(array({1.f, 2.f, 3.f}, {2, 2}), std::invalid_argument);
+  std::vector<double> v{1.5, 2.5};
+  array e(v.begin(), {2}, float64);
+  EXPECT_EQ(e.data<double>()[1], 2.5);
+}
+
+TEST(Array, ShapeAccessorsCheckRange) {
+  array a({1.f, 2.f, 3.f, 4.f, 5.f, 6.f}, {2, 3});
+  EXPECT_EQ(a.shape(-1), 3);
+  EXPECT_EQ(a.shape(0), 2);
+  EXPECT_THROW(a.shape(2), std::out_of_range);
+  EXPECT_THROW(a.shape(-3), std::out_of_range);
+  EXPECT_THROW(a.item<float>(), std::invalid_argument);
+}
+
+TEST(Array, ExternalMemoryIsNotCopied) {
+  static float storage[4] = {1, 2, 3, 4};
+  bool freed = false;
+  {
+    array a(storage, {4}, float32, [&](void* p) { freed = (p == storage); });
+    EXPECT_EQ(a.data<float>(), storage);
+  }
+  EXPECT_TRUE(freed);
+}
+
+TEST(Half, RoundTripAndRounding) {
+  EXPECT_EQ(static_cast<float>(float16_t(1.0f)), 1.0f);
+  EXPECT_EQ(static_cast<float>(float16_t(65504.0f)), 65504.0f);
+  EXPECT_TRUE(std::isinf(static_cast<float>(float16_t(65520.0f))));
+  EXPECT_EQ(static_cast<float>(float16_t(5.9604644775390625e-8f)), 5.9604644775390625e-8f);
+  EXPECT_EQ(float16_t(1.0f + 1.0f / 2048).bits, float16_t(1.0f).bits);  // ties to even
+  EXPECT_TRUE(std::isnan(static_cast<float>(float16_t(NAN))));
+  EXPECT_EQ(static_cast<float>(bfloat16_t(1.0f)), 1.0f);
+  EXPECT_EQ(static_cast<float>(bfloat16_t(3.0f)), 3.0f);
+  EXPECT_EQ(bfloat16_t(1.0f + 1.0f / 256).bits, bfloat16_t(1.0f).bits);  // ties to even
+}
+
+TEST(Dtype, PromotionTableSpotChecks) {
+  EXPECT_EQ(promote_types(uint8, int8), int16);
+  EXPECT_EQ(promote_types(uint64, int8), float32);
+  EXPECT_EQ(promote_types(float16, bfloat16), float32);
+  EXPECT_EQ(promote_types(int64, float16), float16);
+  EXPECT_EQ(promote_types(float64, complex64), complex64);
+  EXPECT_EQ(promote_types(bool_, bool_), bool_);
+  EXPECT_EQ(promote_types(uint32, int32), int64);
+  // Symmetric.
+  for (auto a : all_dtypes) {
+    for (auto b : all_dtypes) EXPECT_EQ(promote_types(a, b), promote_types(b, a));
+  }
+}
+
+TEST(Dtype, Categories) {
+  EXPECT_TRUE(issubdtype(float16, floating));
+  EXPECT_TRUE(issubdtype(int8, signedinteger));
+  EXPECT_FALSE(issubdtype(uint8, signedinteger));
+  EXPECT_TRUE(issubdtype(complex64, inexact));
+  EXPECT_FALSE(issubdtype(bool_, number));
+  EXPECT_TRUE(issubdtype(bool_, generic));
+  EXPECT_TRUE(issubdtype(integer, number));
+  EXPECT_FALSE(issubdtype(number, integer));
+  EXPECT_FALSE(issubdtype(floating, float32));
+  EXPECT_EQ(finfo(float16).max, 65504.0);
+  EXPECT_EQ(iinfo(int8).min, -128);
+  EXPECT_EQ(iinfo(uint16).max, 65535u);
+  EXPECT_THROW(finfo{int32}, std::invalid_argument);
+  EXPECT_THROW(iinfo{float32}, std::invalid_argument);
+}
+
+TEST(Eval, AstypeIsLazyUntilEval) {
+  array a({1.5f, -2.5f, 3.f});
+  array b = astype(a, int32);
+  EXPECT_EQ(b.status(), ArrayStatus::unscheduled);
+  EXPECT_FALSE(b.has_data());
+  eval(b);
+  EXPECT_TRUE(b.is_available());
+  EXPECT_EQ(b.data<int32_t>()[0], 1);
+  EXPECT_EQ(b.data<int32_t>()[1], -2);
+  EXPECT_EQ(b.data<int32_t>()[2], 3);
+  EXPECT_FALSE(b.has_primitive());  // the graph was released
+}
+
+TEST(Eval, BroadcastIsAView) {
+  array a({1.f, 2.f, 3.f});
+  array b = broadcast_to(a, {2, 3});
+  eval(b);
+  EXPECT_EQ(b.strides(), (Strides{0, 1}));
+  EXPECT_EQ(b.data<float>(), a.data<float>());
+  EXPECT_FALSE(b.flags().contiguous);
+  array c = copy(b);
+  eval(c);
+  EXPECT_EQ(c.data<float>()[4], 2.f);
+  EXPECT_THROW(broadcast_to(a, {2, 4}), std::invalid_argument);
+}
+
+TEST(Eval, LongChainNeitherOverflowsNorLeaks) {
+  // 10^6 nodes: topological sort and release are iterative.
+  array x(0.0f);
+  size_t before = get_active_memory();
+  for (int i = 0; i < 1000000; ++i) x = astype(astype(x, float64), float32);
+  eval(x);
+  EXPECT_EQ(x.item<float>(), 0.0f);
+  // Only x is alive: intermediate buffers were released.
+  EXPECT_LE(get_active_memory(), before + 1024);
+}
+
+TEST(Eval, DroppingAnUnevaluatedChainIsIterative) {
+  array x(1.0f);
+  for (int i = 0; i < 1000000; ++i) x = copy(x);
+  x = array(2.0f);  // drops a million unevaluated nodes
+  EXPECT_EQ(x.item<float>(), 2.0f);
+}
+
+TEST(Streams, TwoCpuStreamsWithADependency) {
+  Stream s1 = new_stream(Device::cpu);
+  Stream s2 = new_stream(Device::cpu);
+  EXPECT_NE(s1, s2);
+  array a({1.f, 2.f, 3.f});
+  array b = astype(a, float64, s1);
+  array c = astype(b, int32, s2);  // waits on s1's event
+  eval(c);
+  EXPECT_EQ(c.data<int32_t>()[2], 3);
+  synchronize(s1);
+  synchronize();
+}
+
+TEST(Streams, AsyncEvalThenWait) {
+  array a({1.f, 2.f});
+  array b = copy(astype(a, float64));
+  async_eval(b);
+  b.wait();
+  EXPECT_EQ(b.data<double>()[1], 2.0);
+}
+
+TEST(Streams, GpuRequestIsAClearError) {
+  if (is_available(Device::gpu)) GTEST_SKIP() << "this test is for machines without a GPU";
+  EXPECT_THROW(new_stream(Device::gpu), std::invalid_argument);
+  EXPECT_THROW(astype(array(1.f), int32, Device::gpu), std::invalid_argument);
+  EXPECT_EQ(default_device(), Device(Device::cpu));
+}
+
+TEST(Memory, StatsAndLimits) {
+  clear_cache();
+  EXPECT_EQ(get_cache_memory(), 0u);
+  size_t base = get_active_memory();
+  {
+    array a = astype(array(1.0f), float32);
+    array big = copy(broadcast_to(array(1.0f), {1 << 20}));
+    eval(big);
+    EXPECT_GE(get_active_memory(), base + (4u << 20));
+    EXPECT_GE(get_peak_memory(), base + (4u << 20));
+  }
+  EXPECT_GE(get_cache_memory(), 4u << 20);
+  clear_cache();
+  EXPECT_EQ(get_cache_memory(), 0u);
+  size_t old = set_memory_limit(1 << 20);
+  array big = copy(broadcast_to(array(1.0f), {1 << 20}));
+  EXPECT_THROW(eval(big), std::runtime_error);  // out of memory is an exception
+  set_memory_limit(old);
+  array ok = copy(broadcast_to(array(1.0f), {1 << 20}));
+  eval(ok);
+  EXPECT_EQ(ok.data<float>()[12345], 1.0f);
+}
+
+TEST(Eval, ErrorsSurfaceAtEvalAndPropagate) {
+  size_t old = set_memory_limit(1 << 10);
+  array big = copy(broadcast_to(array(1.0f), {1 << 20}));
+  array after = astype(big, float64);
+  set_memory_limit(old);
+  set_memory_limit(1 << 10);
+  EXPECT_THROW(eval(after), std::runtime_error);
+  set_memory_limit(old);
+}
