@@ -209,3 +209,49 @@ TEST(Eval, ErrorsSurfaceAtEvalAndPropagate) {
   EXPECT_THROW(eval(after), std::runtime_error);
   set_memory_limit(old);
 }
+
+#include "harness.h"
+
+TEST(Copy, AstypeEveryPairOfDtypesOnEveryLayout) {
+  for (auto layout : harness::all_layouts()) {
+    for (auto from : harness::all_types()) {
+      Shape shape{3, 4};
+      auto v = harness::rows_repeated(harness::random_values(12, from, 0, 100, 7), shape);
+      array x = harness::with_layout(v, shape, from, layout);
+      for (auto to : harness::all_types()) {
+        std::vector<double> want(v.size());
+        for (size_t i = 0; i < v.size(); ++i) {
+          double w = v[i];
+          if (to == bool_) w = w != 0;
+          else if (to == float16) w = static_cast<float>(float16_t(static_cast<float>(w)));
+          else if (to == bfloat16) w = static_cast<float>(bfloat16_t(static_cast<float>(w)));
+          else if (is_integer(to)) w = std::trunc(w);
+          else if (to == float32 || to == complex64) w = static_cast<float>(w);
+          want[i] = w;
+        }
+        std::ostringstream ctx;
+        ctx << from << " -> " << to << " (" << harness::layout_name(layout) << ")";
+        harness::expect_values(astype(x, to), want, ctx.str(), 0, 0);
+      }
+    }
+  }
+}
+
+TEST(Shape, TransposeSliceReshapeViews) {
+  array a({0.f, 1.f, 2.f, 3.f, 4.f, 5.f}, {2, 3});
+  array t = transpose(a);
+  eval(t);
+  EXPECT_EQ(t.shape(), (Shape{3, 2}));
+  EXPECT_EQ(t.strides(), (Strides{1, 3}));
+  EXPECT_TRUE(t.flags().col_contiguous);
+  harness::expect_values(t, {0, 3, 1, 4, 2, 5}, "transpose");
+  harness::expect_values(slice(a, {0, 2}, {2, -4}, {1, -1}), {2, 1, 0, 5, 4, 3}, "reverse slice");
+  harness::expect_values(slice(a, {1, 0}, {2, 3}, {1, 2}), {3, 5}, "stepped slice");
+  harness::expect_values(reshape(t, {6}), {0, 3, 1, 4, 2, 5}, "reshape of a transpose copies");
+  harness::expect_values(reshape(a, {3, -1}), {0, 1, 2, 3, 4, 5}, "reshape -1");
+  EXPECT_THROW(reshape(a, {4}), std::invalid_argument);
+  EXPECT_THROW(reshape(a, {-1, -1}), std::invalid_argument);
+  EXPECT_THROW(transpose(a, {0, 0}), std::invalid_argument);
+  EXPECT_THROW(transpose(a, {0, 2}), std::invalid_argument);
+  EXPECT_THROW(slice(a, {0}, {1}, {1}), std::invalid_argument);
+}

@@ -63,6 +63,9 @@ void cast_contiguous(const void* src, Dtype src_t, void* dst, Dtype dst_t, size_
 }
 
 void copy_into(const array& in, array& out) {
+  if (in.shape() != out.shape()) {
+    throw std::logic_error("[copy_into] shapes differ (bug in the caller)");
+  }
   if (in.size() == 0) return;
   const void* src = in.raw_data();
   void* dst = out.raw_data();
