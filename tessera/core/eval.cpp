@@ -86,16 +86,49 @@ struct NodeTask {
   }
 };
 
+// Consecutive tasks of one stream, handed to it together: one queue operation
+// and one wake-up per batch instead of per node.
+class Batcher {
+ public:
+  static constexpr size_t kMaxBatch = 128;
+
+  void add(const Stream& stream, NodeTask task) {
+    if (!tasks_.empty() && (stream != stream_ || tasks_.size() >= kMaxBatch)) flush();
+    stream_ = stream;
+    for (auto& out : task.outputs) outputs_.push_back(out);
+    tasks_.push_back(std::move(task));
+  }
+
+  void flush() {
+    if (tasks_.empty()) return;
+    auto batch = std::make_shared<std::vector<NodeTask>>(std::move(tasks_));
+    tasks_.clear();
+    uint64_t seq = scheduler::enqueue(stream_, [batch] {
+      for (auto& t : *batch) t();
+    });
+    for (auto& out : outputs_) out.set_event(stream_.index, seq);
+    outputs_.clear();
+  }
+
+ private:
+  Stream stream_{0, Device::cpu};
+  std::vector<NodeTask> tasks_;
+  std::vector<array> outputs_;
+};
+
 void schedule(const std::vector<array>& outputs) {
   auto tape = build_tape(outputs);
+  Batcher batcher;
   for (auto& slot : tape) {
     // Moved out so that the tape does not keep results alive (see Note [Donation]).
     array arr = std::move(slot);
-    {
-      auto* n = arr.node();
+    auto* n = arr.node();
+    NodeTask task;
+    task.outputs.reserve(n->outputs.size());
+    if (n->outputs.size() == 1) {
+      task.outputs.push_back(arr);
+    } else {
       auto siblings = arr.siblings();
-      NodeTask task;
-      task.outputs.reserve(n->outputs.size());
       for (size_t i = 0; i < n->outputs.size(); ++i) {
         if (static_cast<int>(i) == arr.position()) {
           task.outputs.push_back(arr);
@@ -114,20 +147,19 @@ void schedule(const std::vector<array>& outputs) {
           task.outputs.push_back(array(n->output_shapes[i], n->output_dtypes[i], nullptr, {}));
         }
       }
-      task.primitive = n->primitive;
-      task.inputs = std::move(n->inputs);
-      Stream stream = task.primitive->stream();
-      for (auto& out : task.outputs) {
-        out.set_status(ArrayStatus::scheduled);
-        out.detach();
-      }
-      // The node died with the last detach; the task now holds the only
-      // references to the inputs that this node had.
-      std::vector<array> outs = task.outputs;
-      uint64_t seq = scheduler::enqueue(stream, std::move(task));
-      for (auto& out : outs) out.set_event(stream.index, seq);
     }
+    task.primitive = n->primitive;
+    task.inputs = std::move(n->inputs);
+    Stream stream = task.primitive->stream();
+    // The node dies with the last detach; the task then holds the only
+    // references to the inputs that this node had.
+    for (auto& out : task.outputs) {
+      out.set_status(ArrayStatus::scheduled);
+      out.detach();
+    }
+    batcher.add(stream, std::move(task));
   }
+  batcher.flush();
 }
 
 }  // namespace

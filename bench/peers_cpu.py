@@ -1,0 +1,70 @@
+"""The NumPy side of bench/bench_cpu.cpp: the same ops, same sizes, same output format."""
+import json
+import sys
+import time
+
+import numpy as np
+
+
+def time_median(f, reps=7, warmup=2):
+    for _ in range(warmup):
+        f()
+    t = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        f()
+        t.append(time.perf_counter() - t0)
+    t.sort()
+    return t[len(t) // 2]
+
+
+def report(name, seconds, work, unit):
+    print(json.dumps({"name": name, "seconds": seconds, "work": work, "unit": unit}), flush=True)
+
+
+def filled(shape, start):
+    n = int(np.prod(shape))
+    return (np.arange(n, dtype=np.int32).reshape(shape).astype(np.float32) * np.float32(1 / 4096)
+            + np.float32(start))
+
+
+def wanted(name):
+    return len(sys.argv) < 2 or any(a in name for a in sys.argv[1:])
+
+
+def main():
+    if wanted("overhead_scalar_add_chain"):
+        n = 10000
+
+        def chain():
+            x = np.float32(0.0) * np.ones((), np.float32)
+            one = np.float32(1.0)
+            for _ in range(n):
+                x = x + one
+            return x
+        report("overhead_scalar_add_chain", time_median(chain) / n, 1, "op")
+    if wanted("add_f32_1e7"):
+        a, b = filled((10_000_000,), 1.0), filled((10_000_000,), 2.0)
+        report("add_f32_1e7", time_median(lambda: a + b), 3.0 * 4e7, "byte")
+    if wanted("sum_f32_1e7"):
+        a = filled((10_000_000,), 0.5)
+        report("sum_f32_1e7", time_median(lambda: a.sum()), 4e7, "byte")
+    if wanted("softmax_rows_f32_4096"):
+        a = filled((4096, 4096), -8.0)
+
+        def softmax():
+            e = np.exp(a - a.max(axis=1, keepdims=True))
+            return e / e.sum(axis=1, keepdims=True)
+        report("softmax_rows_f32_4096", time_median(softmax), 2.0 * 4 * 4096 * 4096, "byte")
+    if wanted("transpose_copy_f32_4096"):
+        a = filled((4096, 4096), 0.0)
+        report("transpose_copy_f32_4096", time_median(lambda: np.ascontiguousarray(a.T)),
+               2.0 * 4 * 4096 * 4096, "byte")
+    if wanted("matmul_f32_2048"):
+        a = filled((2048, 2048), 0.0) * np.float32(0.001)
+        b = filled((2048, 2048), 1.0) * np.float32(0.001)
+        report("matmul_f32_2048", time_median(lambda: a @ b, 5, 1), 2.0 * 2048.0 ** 3, "flop")
+
+
+if __name__ == "__main__":
+    main()
