@@ -1,6 +1,8 @@
 // The array, the graph, evaluation, streams and memory.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <sstream>
 #include <thread>
 
 #include "tessera/tessera.h"
@@ -254,4 +256,91 @@ TEST(Shape, TransposeSliceReshapeViews) {
   EXPECT_THROW(transpose(a, {0, 0}), std::invalid_argument);
   EXPECT_THROW(transpose(a, {0, 2}), std::invalid_argument);
   EXPECT_THROW(slice(a, {0}, {1}, {1}), std::invalid_argument);
+}
+
+TEST(Dtype, PromotionTableMatchesTheReference) {
+  // core.md §3.1, row by row, in the order b u8 u16 u32 u64 i8 i16 i32 i64 f16 bf f32 f64 c.
+  const char* rows[] = {
+      "b u8 u16 u32 u64 i8 i16 i32 i64 f16 bf f32 f64 c",
+      "u8 u8 u16 u32 u64 i16 i16 i32 i64 f16 bf f32 f64 c",
+      "u16 u16 u16 u32 u64 i32 i32 i32 i64 f16 bf f32 f64 c",
+      "u32 u32 u32 u32 u64 i64 i64 i64 i64 f16 bf f32 f64 c",
+      "u64 u64 u64 u64 u64 f32 f32 f32 f32 f16 bf f32 f64 c",
+      "i8 i16 i32 i64 f32 i8 i16 i32 i64 f16 bf f32 f64 c",
+      "i16 i16 i32 i64 f32 i16 i16 i32 i64 f16 bf f32 f64 c",
+      "i32 i32 i32 i64 f32 i32 i32 i32 i64 f16 bf f32 f64 c",
+      "i64 i64 i64 i64 f32 i64 i64 i64 i64 f16 bf f32 f64 c",
+      "f16 f16 f16 f16 f16 f16 f16 f16 f16 f16 f32 f32 f64 c",
+      "bf bf bf bf bf bf bf bf bf f32 bf f32 f64 c",
+      "f32 f32 f32 f32 f32 f32 f32 f32 f32 f32 f32 f32 f64 c",
+      "f64 f64 f64 f64 f64 f64 f64 f64 f64 f64 f64 f64 f64 c",
+      "c c c c c c c c c c c c c c",
+  };
+  std::map<std::string, Dtype> names = {
+      {"b", bool_},    {"u8", uint8},  {"u16", uint16},   {"u32", uint32}, {"u64", uint64},
+      {"i8", int8},    {"i16", int16}, {"i32", int32},    {"i64", int64},  {"f16", float16},
+      {"bf", bfloat16}, {"f32", float32}, {"f64", float64}, {"c", complex64}};
+  for (int i = 0; i < Dtype::num_types; ++i) {
+    std::istringstream row(rows[i]);
+    std::string cell;
+    for (int j = 0; j < Dtype::num_types; ++j) {
+      row >> cell;
+      EXPECT_EQ(promote_types(all_dtypes[i], all_dtypes[j]), names.at(cell))
+          << all_dtypes[i] << " with " << all_dtypes[j];
+    }
+  }
+}
+
+TEST(Errors, MessagesNameTheOpAndTheValues) {
+  array a({1.f, 2.f, 3.f});
+  try {
+    broadcast_to(a, {2, 4});
+    FAIL() << "expected an exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), "[broadcast_to] shapes (3,) and (2,4) cannot be broadcast");
+  }
+  try {
+    reshape(a, {2, 2});
+    FAIL() << "expected an exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "[reshape] cannot reshape an array of shape (3,) (size 3) into shape (2,2)");
+  }
+  try {
+    transpose(a, {1});
+    FAIL() << "expected an exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "[transpose] axis 1 is out of bounds for an array with 1 dimensions");
+  }
+}
+
+TEST(Eval, LastUseInputBufferIsDonated) {
+  array x = copy(array({1, 2, 3, 4}));
+  eval(x);
+  const void* p = x.data<int32_t>();
+  array y = astype(x, uint32);  // same width: may reuse x's buffer
+  x = array(0);                 // drop the last handle to the input
+  eval(y);
+  EXPECT_EQ(static_cast<const void*>(y.data<uint32_t>()), p);
+  EXPECT_EQ(y.data<uint32_t>()[3], 4u);
+
+  // An input that is still referenced is never written.
+  array u = copy(array({5, 6}));
+  eval(u);
+  array v = astype(u, uint32);
+  eval(v);
+  EXPECT_NE(static_cast<const void*>(v.data<uint32_t>()), static_cast<const void*>(u.data<int32_t>()));
+  EXPECT_EQ(u.data<int32_t>()[0], 5);
+}
+
+TEST(Eval, NothingRunsBeforeEval) {
+  array one(1.0f);
+  size_t before = get_active_memory();
+  array big = copy(broadcast_to(one, {1 << 20}));
+  array bigger = astype(big, float64);
+  EXPECT_EQ(get_active_memory(), before);  // no buffer was allocated
+  EXPECT_EQ(bigger.status(), ArrayStatus::unscheduled);
+  eval(bigger);
+  EXPECT_GE(get_active_memory(), before + (8u << 20));
 }
