@@ -1,0 +1,112 @@
+#include "tessera/core/print.h"
+
+#include <atomic>
+#include <cmath>
+#include <iomanip>
+#include <sstream>
+#include <string>
+
+#include "tessera/backend/cpu/dispatch.h"
+
+namespace tessera {
+
+namespace {
+
+std::atomic<int> g_precision{-1};
+
+constexpr size_t kSummaryThreshold = 1000;  // more elements than this: summarise
+constexpr int kEdgeItems = 3;               // entries kept at each end of a long axis
+
+void print_real(std::ostream& os, double v, int precision) {
+  if (std::isnan(v)) {
+    os << "nan";
+    return;
+  }
+  std::ostringstream ss;
+  if (precision >= 0) {
+    ss << std::fixed << std::setprecision(precision) << v;
+  } else {
+    ss << std::setprecision(6) << v;
+  }
+  os << ss.str();
+}
+
+template <typename T>
+void print_scalar(std::ostream& os, T v, int precision) {
+  if constexpr (std::is_same_v<T, bool>) {
+    os << (v ? "True" : "False");
+  } else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
+    os << static_cast<int64_t>(v);
+  } else if constexpr (std::is_integral_v<T>) {
+    os << static_cast<uint64_t>(v);
+  } else if constexpr (cpu::is_complex_v<T>) {
+    os << "(";
+    print_real(os, v.real(), precision);
+    os << (std::signbit(v.imag()) && !std::isnan(v.imag()) ? "-" : "+");
+    print_real(os, std::abs(v.imag()), precision);
+    os << "j)";
+  } else {
+    print_real(os, static_cast<double>(static_cast<cpu::compute_t<T>>(v)), precision);
+  }
+}
+
+template <typename T>
+void print_axis(std::ostream& os, const T* data, const array& a, int dim, int64_t loc,
+                bool summarise, int precision) {
+  const int n = a.shape(dim);
+  const int64_t stride = a.strides()[dim];
+  const bool last = dim == static_cast<int>(a.ndim()) - 1;
+  const std::string prefix = last ? "" : std::string(7 + dim, ' ');
+  const char* postfix = last ? ", " : ",\n";
+  os << "[";
+  for (int i = 0; i < n; ++i) {
+    if (i > 0) os << prefix;
+    if (summarise && n > 2 * kEdgeItems && i == kEdgeItems) {
+      os << "..." << postfix;
+      i = n - kEdgeItems - 1;
+      continue;
+    }
+    if (last) {
+      print_scalar(os, data[loc + i * stride], precision);
+    } else {
+      print_axis(os, data, a, dim + 1, loc + i * stride, summarise, precision);
+    }
+    if (i < n - 1) os << postfix;
+  }
+  os << "]";
+}
+
+}  // namespace
+
+void set_printoptions(int precision) { g_precision.store(precision < 0 ? -1 : precision); }
+
+PrintOptions get_printoptions() { return PrintOptions{g_precision.load()}; }
+
+std::ostream& operator<<(std::ostream& os, const array& a) {
+  array x = a;
+  x.eval();
+  os << "array(";
+  if (x.size() == 0) {
+    os << "[]";
+    if (x.ndim() != 1) {
+      os << ", shape=(";
+      for (size_t i = 0; i < x.ndim(); ++i) os << (i ? ", " : "") << x.shape(static_cast<int>(i));
+      os << (x.ndim() == 1 ? ",)" : ")");
+    }
+  } else {
+    const int precision = g_precision.load();
+    cpu::dispatch_all(x.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* data = x.data<T>();
+      if (x.ndim() == 0) {
+        print_scalar(os, data[0], precision);
+      } else {
+        print_axis(os, data, x, 0, 0, x.size() > kSummaryThreshold, precision);
+      }
+    });
+  }
+  os << ", dtype=" << dtype_name(x.dtype()) << ")";
+  return os;
+}
+
+}  // namespace tessera

@@ -1,0 +1,79 @@
+// Primitives that create arrays or reinterpret their memory.
+#pragma once
+
+#include <cstdint>
+
+#include "tessera/core/primitive.h"
+
+namespace tessera {
+
+// out[i] = s + i * inc, where s = dtype(start) and inc = dtype(start + step) - s
+// (the reference's effective increment). No inputs.
+class Arange : public UnaryPrimitive {
+ public:
+  Arange(Stream s, double start, double step) : UnaryPrimitive(s), start_(start), step_(step) {}
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_PRIMITIVE_NAME(Arange)
+  bool is_equivalent(const Primitive& other) const override;
+
+ private:
+  double start_, step_;
+};
+
+// out[i] = start + i * (stop - start) / (n - 1) (or / n without endpoint),
+// computed in float64; the endpoint is exactly stop. Integer dtypes floor.
+class Linspace : public UnaryPrimitive {
+ public:
+  Linspace(Stream s, double start, double stop, bool endpoint)
+      : UnaryPrimitive(s), start_(start), stop_(stop), endpoint_(endpoint) {}
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_PRIMITIVE_NAME(Linspace)
+  bool is_equivalent(const Primitive& other) const override;
+
+ private:
+  double start_, stop_;
+  bool endpoint_;
+};
+
+// Keeps the elements (i, j) of the last two axes with lo <= j - i <= hi and
+// zeroes the others: tril (lo = -inf), triu (hi = +inf), eye (on broadcast ones).
+class Band : public UnaryPrimitive {
+ public:
+  static constexpr int64_t unbounded = int64_t{1} << 40;
+  Band(Stream s, int64_t lo, int64_t hi) : UnaryPrimitive(s), lo_(lo), hi_(hi) {}
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_PRIMITIVE_NAME(Band)
+  bool is_equivalent(const Primitive& other) const override;
+
+ private:
+  int64_t lo_, hi_;
+};
+
+// The input's bytes read as the output dtype: a view (see view() in creation.h).
+class View : public UnaryPrimitive {
+ public:
+  View(Stream s, Dtype dtype) : UnaryPrimitive(s), dtype_(dtype) {}
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_PRIMITIVE_NAME(View)
+  bool is_equivalent(const Primitive& other) const override;
+
+ private:
+  Dtype dtype_;
+};
+
+// A view with the output shape, `strides` and `offset` (elements) over the
+// row-contiguous input.
+class AsStrided : public UnaryPrimitive {
+ public:
+  AsStrided(Stream s, Strides strides, int64_t offset)
+      : UnaryPrimitive(s), strides_(std::move(strides)), offset_(offset) {}
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_PRIMITIVE_NAME(AsStrided)
+  bool is_equivalent(const Primitive& other) const override;
+
+ private:
+  Strides strides_;
+  int64_t offset_;
+};
+
+}  // namespace tessera
