@@ -1,0 +1,301 @@
+// eval_cpu of the binary elementwise primitives: one generic kernel, templated
+// on the scalar functor of backend/cpu/elementwise.h, plus Select and AllTrue.
+//
+// The kernel picks one case per call: scalar-scalar, scalar-vector,
+// vector-scalar, vector-vector (dense inputs of one layout: a linear loop the
+// compiler vectorises, split across threads) or general strided (collapsed
+// dimensions, with the same specialised loops per row). A dense input used for
+// the last time donates its buffer to the output (see Note [Donation]).
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "tessera/backend/cpu/dispatch.h"
+#include "tessera/backend/cpu/elementwise.h"
+#include "tessera/backend/cpu/strided.h"
+#include "tessera/backend/cpu/threading.h"
+#include "tessera/ops/primitives/binary.h"
+
+namespace tessera {
+
+namespace {
+
+constexpr int64_t kGrain = 1 << 16;
+
+// The stored output type of Op on In (see elementwise.h).
+template <typename Op, typename In>
+using binary_result_t = decltype(std::declval<Op>()(std::declval<cpu::compute_t<In>>(),
+                                                    std::declval<cpu::compute_t<In>>()));
+template <typename Op, typename In>
+using binary_out_t =
+    std::conditional_t<std::is_same_v<binary_result_t<Op, In>, cpu::compute_t<In>>, In,
+                       binary_result_t<Op, In>>;
+
+template <typename Out, typename Op, typename In>
+inline Out apply(const Op& op, In a, In b) {
+  using C = cpu::compute_t<In>;
+  return static_cast<Out>(op(static_cast<C>(a), static_cast<C>(b)));
+}
+
+template <typename Op, typename In, typename Out>
+void loop_vv(const In* a, const In* b, Out* out, int64_t n, const Op& op) {
+  for (int64_t i = 0; i < n; ++i) out[i] = apply<Out>(op, a[i], b[i]);
+}
+
+template <typename Op, typename In, typename Out>
+void loop_sv(In a, const In* b, Out* out, int64_t n, const Op& op) {
+  for (int64_t i = 0; i < n; ++i) out[i] = apply<Out>(op, a, b[i]);
+}
+
+template <typename Op, typename In, typename Out>
+void loop_vs(const In* a, In b, Out* out, int64_t n, const Op& op) {
+  for (int64_t i = 0; i < n; ++i) out[i] = apply<Out>(op, a[i], b);
+}
+
+// Allocates out with the layout of the dense array `like`.
+template <typename Out>
+void allocate_like(array& out, const array& like) {
+  out.set_data(allocator::malloc(like.data_size() * sizeof(Out)), like.data_size(),
+               like.strides(), like.flags());
+}
+
+template <typename Op, typename T>
+void binary_typed(const array& a, const array& b, array& out, const Op& op, bool donate) {
+  using Out = binary_out_t<Op, T>;
+  if (detail::exact_dtype<Out> != out.dtype()) {
+    throw std::logic_error("[binary] output dtype " + dtype_name(out.dtype()) +
+                           " does not match the kernel's (bug)");
+  }
+  const T* pa = a.data<T>();
+  const T* pb = b.data<T>();
+  auto donor = [&](const array& x) { return std::is_same_v<T, Out> && donate && x.is_donatable(); };
+  const bool a_scalar = a.data_size() == 1, b_scalar = b.data_size() == 1;
+  const bool a_dense = a.flags().contiguous, b_dense = b.flags().contiguous;
+
+  if (a_scalar && b_scalar) {
+    out.set_data(allocator::malloc(sizeof(Out)), 1, a.strides(), a.flags());
+    out.data<Out>()[0] = apply<Out>(op, pa[0], pb[0]);
+    return;
+  }
+  if (a_scalar && b_dense) {
+    donor(b) ? out.move_shared_buffer(b) : allocate_like<Out>(out, b);
+    Out* o = out.data<Out>();
+    T sa = pa[0];
+    cpu::parallel_for(static_cast<int64_t>(b.data_size()), kGrain, [&](int64_t lo, int64_t hi) {
+      loop_sv(sa, pb + lo, o + lo, hi - lo, op);
+    });
+    return;
+  }
+  if (a_dense && b_scalar) {
+    donor(a) ? out.move_shared_buffer(a) : allocate_like<Out>(out, a);
+    Out* o = out.data<Out>();
+    T sb = pb[0];
+    cpu::parallel_for(static_cast<int64_t>(a.data_size()), kGrain, [&](int64_t lo, int64_t hi) {
+      loop_vs(pa + lo, sb, o + lo, hi - lo, op);
+    });
+    return;
+  }
+  if (a_dense && b_dense && a.strides() == b.strides()) {
+    if (donor(a)) {
+      out.move_shared_buffer(a);
+    } else if (donor(b)) {
+      out.move_shared_buffer(b);
+    } else {
+      allocate_like<Out>(out, a);
+    }
+    Out* o = out.data<Out>();
+    cpu::parallel_for(static_cast<int64_t>(a.data_size()), kGrain, [&](int64_t lo, int64_t hi) {
+      loop_vv(pa + lo, pb + lo, o + lo, hi - lo, op);
+    });
+    return;
+  }
+
+  // General: row-contiguous output over collapsed dimensions.
+  if (a.flags().row_contiguous && donor(a)) {
+    out.move_shared_buffer(a);
+  } else if (b.flags().row_contiguous && donor(b)) {
+    out.move_shared_buffer(b);
+  } else {
+    out.set_data(allocator::malloc(out.nbytes()));
+  }
+  Out* o = out.data<Out>();
+  auto collapsed =
+      cpu::collapse_contiguous_dims(out.shape(), {a.strides(), b.strides(), out.strides()});
+  const Shape& shape = collapsed.first;
+  const std::array<Strides, 3> strides{collapsed.second[0], collapsed.second[1],
+                                       collapsed.second[2]};
+  int64_t row = std::max<int64_t>(shape.back(), 1);
+  cpu::parallel_for(
+      cpu::num_rows(shape), std::max<int64_t>(1, kGrain / row), [&](int64_t lo, int64_t hi) {
+        cpu::for_each_row<3>(shape, strides, lo, hi,
+                             [&](const std::array<int64_t, 3>& off, int64_t n,
+                                 const std::array<int64_t, 3>& inc) {
+                               const T* ra = pa + off[0];
+                               const T* rb = pb + off[1];
+                               Out* ro = o + off[2];
+                               if (inc[2] == 1 && inc[0] == 1 && inc[1] == 1) {
+                                 loop_vv(ra, rb, ro, n, op);
+                               } else if (inc[2] == 1 && inc[0] == 0 && inc[1] == 1) {
+                                 loop_sv(*ra, rb, ro, n, op);
+                               } else if (inc[2] == 1 && inc[0] == 1 && inc[1] == 0) {
+                                 loop_vs(ra, *rb, ro, n, op);
+                               } else {
+                                 for (int64_t i = 0; i < n; ++i) {
+                                   ro[i * inc[2]] = apply<Out>(op, ra[i * inc[0]], rb[i * inc[1]]);
+                                 }
+                               }
+                             });
+      });
+}
+
+// Dispatches once on the (common) input dtype; see Note [Supported types].
+template <typename Op>
+void binary_op(const array& a, const array& b, array& out, const Op& op, const char* name,
+               bool donate = true) {
+  if (out.size() == 0) {
+    out.set_data(allocator::malloc(0));
+    return;
+  }
+  cpu::dispatch_all(a.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (Op::template supports<cpu::compute_t<T>>) {
+      binary_typed<Op, T>(a, b, out, op, donate);
+    } else {
+      throw std::invalid_argument(std::string("[") + name + "] is not defined for dtype " +
+                                  dtype_name(a.dtype()));
+    }
+  });
+}
+
+// condition ? x : y; moves bytes only, so one instantiation per element width.
+template <typename T>
+void select_typed(const array& c, const array& x, const array& y, array& out) {
+  const bool* pc = c.data<bool>();
+  const T* px = x.data<T>();
+  const T* py = y.data<T>();
+  bool dense = c.flags().contiguous && x.flags().contiguous && y.flags().contiguous &&
+               c.strides() == x.strides() && x.strides() == y.strides();
+  if (dense) {
+    if (x.is_donatable()) {
+      out.move_shared_buffer(x);
+    } else if (y.is_donatable()) {
+      out.move_shared_buffer(y);
+    } else {
+      allocate_like<T>(out, x);
+    }
+    T* o = out.data<T>();
+    cpu::parallel_for(static_cast<int64_t>(x.data_size()), kGrain, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) o[i] = pc[i] ? px[i] : py[i];
+    });
+    return;
+  }
+  out.set_data(allocator::malloc(out.nbytes()));
+  T* o = out.data<T>();
+  auto collapsed = cpu::collapse_contiguous_dims(
+      out.shape(), {c.strides(), x.strides(), y.strides(), out.strides()});
+  const Shape& shape = collapsed.first;
+  const std::array<Strides, 4> strides{collapsed.second[0], collapsed.second[1],
+                                       collapsed.second[2], collapsed.second[3]};
+  int64_t row = std::max<int64_t>(shape.back(), 1);
+  cpu::parallel_for(
+      cpu::num_rows(shape), std::max<int64_t>(1, kGrain / row), [&](int64_t lo, int64_t hi) {
+        cpu::for_each_row<4>(shape, strides, lo, hi,
+                             [&](const std::array<int64_t, 4>& off, int64_t n,
+                                 const std::array<int64_t, 4>& inc) {
+                               for (int64_t i = 0; i < n; ++i) {
+                                 o[off[3] + i * inc[3]] = pc[off[0] + i * inc[0]]
+                                                              ? px[off[1] + i * inc[1]]
+                                                              : py[off[2] + i * inc[2]];
+                               }
+                             });
+      });
+}
+
+}  // namespace
+
+#define TESSERA_BINARY_EVAL(NAME)                                      \
+  void NAME::eval_cpu(const std::vector<array>& inputs, array& out) {  \
+    binary_op(inputs[0], inputs[1], out, cpu::NAME{}, name());         \
+  }
+
+TESSERA_BINARY_EVAL(Add)
+TESSERA_BINARY_EVAL(Subtract)
+TESSERA_BINARY_EVAL(Multiply)
+TESSERA_BINARY_EVAL(Divide)
+TESSERA_BINARY_EVAL(FloorDivide)
+TESSERA_BINARY_EVAL(Remainder)
+TESSERA_BINARY_EVAL(Power)
+TESSERA_BINARY_EVAL(Maximum)
+TESSERA_BINARY_EVAL(Minimum)
+TESSERA_BINARY_EVAL(LogAddExp)
+TESSERA_BINARY_EVAL(ArcTan2)
+TESSERA_BINARY_EVAL(NotEqual)
+TESSERA_BINARY_EVAL(Greater)
+TESSERA_BINARY_EVAL(GreaterEqual)
+TESSERA_BINARY_EVAL(Less)
+TESSERA_BINARY_EVAL(LessEqual)
+TESSERA_BINARY_EVAL(LogicalAnd)
+TESSERA_BINARY_EVAL(LogicalOr)
+TESSERA_BINARY_EVAL(LogicalXor)
+TESSERA_BINARY_EVAL(BitwiseAnd)
+TESSERA_BINARY_EVAL(BitwiseOr)
+TESSERA_BINARY_EVAL(BitwiseXor)
+TESSERA_BINARY_EVAL(LeftShift)
+TESSERA_BINARY_EVAL(RightShift)
+#undef TESSERA_BINARY_EVAL
+
+void Equal::eval_cpu(const std::vector<array>& inputs, array& out) {
+  if (equal_nan_) {
+    binary_op(inputs[0], inputs[1], out, cpu::EqualNan{}, name());
+  } else {
+    binary_op(inputs[0], inputs[1], out, cpu::Equal{}, name());
+  }
+}
+
+void IsClose::eval_cpu(const std::vector<array>& inputs, array& out) {
+  cpu::IsClose op;
+  op.rtol = rtol_;
+  op.atol = atol_;
+  op.equal_nan = equal_nan_;
+  binary_op(inputs[0], inputs[1], out, op, name());
+}
+
+void DivMod::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  // The quotient must not take an input's buffer: the remainder still reads it.
+  binary_op(inputs[0], inputs[1], outputs[0], cpu::FloorDivide{}, name(), /*donate=*/false);
+  binary_op(inputs[0], inputs[1], outputs[1], cpu::Remainder{}, name());
+}
+
+void Select::eval_cpu(const std::vector<array>& inputs, array& out) {
+  if (out.size() == 0) {
+    out.set_data(allocator::malloc(0));
+    return;
+  }
+  cpu::dispatch_bytes(out.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    select_typed<T>(inputs[0], inputs[1], inputs[2], out);
+  });
+}
+
+void AllTrue::eval_cpu(const std::vector<array>& inputs, array& out) {
+  const array& in = inputs[0];
+  bool all = true;
+  if (in.size() > 0) {
+    const bool* p = in.data<bool>();
+    if (in.flags().contiguous || in.data_size() == 1) {
+      all = std::memchr(p, 0, in.data_size()) == nullptr;
+    } else {
+      auto collapsed = cpu::collapse_contiguous_dims(in.shape(), {in.strides()});
+      cpu::for_each_row<1>(collapsed.first, {collapsed.second[0]}, 0,
+                           cpu::num_rows(collapsed.first),
+                           [&](const std::array<int64_t, 1>& off, int64_t n,
+                               const std::array<int64_t, 1>& inc) {
+                             for (int64_t i = 0; all && i < n; ++i) all = p[off[0] + i * inc[0]];
+                           });
+    }
+  }
+  out.set_data(allocator::malloc(sizeof(bool)));
+  out.data<bool>()[0] = all;
+}
+
+}  // namespace tessera

@@ -1,0 +1,268 @@
+// Elementwise functions of two or three arrays: promote to one dtype
+// (promote_types), broadcast to one shape, then a node. See
+// ops/primitives/binary.h for the integer semantics (division by zero, ...).
+#include "tessera/ops/binary.h"
+
+#include "tessera/ops/creation.h"
+#include "tessera/ops/primitives/binary.h"
+#include "tessera/ops/primitives/unary.h"
+#include "tessera/ops/shape.h"
+#include "tessera/ops/unary.h"
+#include "tessera/ops/utils.h"
+
+namespace tessera {
+
+namespace {
+
+using detail::throw_unsupported_dtype;
+
+void check_real(const char* op, Dtype t) {
+  if (is_complex(t)) throw_unsupported_dtype(op, t, "expected a real dtype");
+}
+
+void check_integer_or_bool(const char* op, const array& a, const array& b) {
+  for (Dtype t : {a.dtype(), b.dtype()}) {
+    if (is_inexact(t)) throw_unsupported_dtype(op, t, "expected integer or bool");
+  }
+}
+
+// Both inputs cast to `dtype` and broadcast to their common shape.
+std::vector<array> prepare(const char* op, const array& a, const array& b, Dtype dtype,
+                           StreamOrDevice s) {
+  Shape shape = broadcast_shapes(a.shape(), b.shape(), op);
+  return {broadcast_to(astype(a, dtype, s), shape, s), broadcast_to(astype(b, dtype, s), shape, s)};
+}
+
+template <typename P, typename... Args>
+array make_binary(const char* op, const array& a, const array& b, Dtype dtype, Dtype out_dtype,
+                  StreamOrDevice s, Args... args) {
+  auto inputs = prepare(op, a, b, dtype, s);
+  Shape shape = inputs[0].shape();
+  return array(std::move(shape), out_dtype, std::make_shared<P>(to_stream(s), args...),
+               std::move(inputs));
+}
+
+// Result dtype = promoted dtype.
+template <typename P>
+array arithmetic(const char* op, const array& a, const array& b, StreamOrDevice s) {
+  Dtype t = promote_types(a.dtype(), b.dtype());
+  return make_binary<P>(op, a, b, t, t, s);
+}
+
+// Float-out: the promoted dtype lifted to float32 unless inexact; real only.
+template <typename P>
+array float_out(const char* op, const array& a, const array& b, StreamOrDevice s) {
+  Dtype t = inexact_type(promote_types(a.dtype(), b.dtype()));
+  check_real(op, t);
+  return make_binary<P>(op, a, b, t, t, s);
+}
+
+template <typename P>
+array comparison(const char* op, const array& a, const array& b, StreamOrDevice s) {
+  return make_binary<P>(op, a, b, promote_types(a.dtype(), b.dtype()), bool_, s);
+}
+
+// Inputs are read as truth values: no promotion needed when the dtypes agree.
+template <typename P>
+array logical(const char* op, const array& a, const array& b, StreamOrDevice s) {
+  Dtype t = a.dtype() == b.dtype() ? a.dtype() : bool_;
+  return make_binary<P>(op, a, b, t, bool_, s);
+}
+
+template <typename P>
+array bitwise(const char* op, const array& a, const array& b, StreamOrDevice s) {
+  check_integer_or_bool(op, a, b);
+  return arithmetic<P>(op, a, b, s);
+}
+
+// Shifts of bool are shifts of uint8.
+template <typename P>
+array shift(const char* op, const array& a, const array& b, StreamOrDevice s) {
+  check_integer_or_bool(op, a, b);
+  Dtype t = promote_types(a.dtype(), b.dtype());
+  if (t == bool_) t = uint8;
+  return make_binary<P>(op, a, b, t, t, s);
+}
+
+array all_true(const array& a, StreamOrDevice s) {
+  return array(Shape{}, bool_, std::make_shared<AllTrue>(to_stream(s)), {a});
+}
+
+}  // namespace
+
+array add(const array& a, const array& b, StreamOrDevice s) {
+  return arithmetic<Add>("add", a, b, s);
+}
+
+array subtract(const array& a, const array& b, StreamOrDevice s) {
+  Dtype t = promote_types(a.dtype(), b.dtype());
+  if (t == bool_) throw_unsupported_dtype("subtract", t, "expected a number; use logical_xor");
+  return make_binary<Subtract>("subtract", a, b, t, t, s);
+}
+
+array multiply(const array& a, const array& b, StreamOrDevice s) {
+  return arithmetic<Multiply>("multiply", a, b, s);
+}
+
+array divide(const array& a, const array& b, StreamOrDevice s) {
+  Dtype t = inexact_type(promote_types(a.dtype(), b.dtype()));
+  return make_binary<Divide>("divide", a, b, t, t, s);
+}
+
+array floor_divide(const array& a, const array& b, StreamOrDevice s) {
+  check_real("floor_divide", promote_types(a.dtype(), b.dtype()));
+  return arithmetic<FloorDivide>("floor_divide", a, b, s);
+}
+
+array remainder(const array& a, const array& b, StreamOrDevice s) {
+  check_real("remainder", promote_types(a.dtype(), b.dtype()));
+  return arithmetic<Remainder>("remainder", a, b, s);
+}
+
+std::vector<array> divmod(const array& a, const array& b, StreamOrDevice s) {
+  Dtype t = promote_types(a.dtype(), b.dtype());
+  check_real("divmod", t);
+  auto inputs = prepare("divmod", a, b, t, s);
+  Shape shape = inputs[0].shape();
+  return array::make_arrays({shape, shape}, {t, t}, std::make_shared<DivMod>(to_stream(s)),
+                            inputs);
+}
+
+array power(const array& a, const array& b, StreamOrDevice s) {
+  return arithmetic<Power>("power", a, b, s);
+}
+
+array maximum(const array& a, const array& b, StreamOrDevice s) {
+  return arithmetic<Maximum>("maximum", a, b, s);
+}
+
+array minimum(const array& a, const array& b, StreamOrDevice s) {
+  return arithmetic<Minimum>("minimum", a, b, s);
+}
+
+array logaddexp(const array& a, const array& b, StreamOrDevice s) {
+  return float_out<LogAddExp>("logaddexp", a, b, s);
+}
+
+array arctan2(const array& a, const array& b, StreamOrDevice s) {
+  return float_out<ArcTan2>("arctan2", a, b, s);
+}
+
+array equal(const array& a, const array& b, StreamOrDevice s) {
+  return make_binary<Equal>("equal", a, b, promote_types(a.dtype(), b.dtype()), bool_, s, false);
+}
+
+array not_equal(const array& a, const array& b, StreamOrDevice s) {
+  return comparison<NotEqual>("not_equal", a, b, s);
+}
+array greater(const array& a, const array& b, StreamOrDevice s) {
+  return comparison<Greater>("greater", a, b, s);
+}
+array greater_equal(const array& a, const array& b, StreamOrDevice s) {
+  return comparison<GreaterEqual>("greater_equal", a, b, s);
+}
+array less(const array& a, const array& b, StreamOrDevice s) {
+  return comparison<Less>("less", a, b, s);
+}
+array less_equal(const array& a, const array& b, StreamOrDevice s) {
+  return comparison<LessEqual>("less_equal", a, b, s);
+}
+
+array logical_and(const array& a, const array& b, StreamOrDevice s) {
+  return logical<LogicalAnd>("logical_and", a, b, s);
+}
+array logical_or(const array& a, const array& b, StreamOrDevice s) {
+  return logical<LogicalOr>("logical_or", a, b, s);
+}
+array logical_xor(const array& a, const array& b, StreamOrDevice s) {
+  return logical<LogicalXor>("logical_xor", a, b, s);
+}
+
+array bitwise_and(const array& a, const array& b, StreamOrDevice s) {
+  return bitwise<BitwiseAnd>("bitwise_and", a, b, s);
+}
+array bitwise_or(const array& a, const array& b, StreamOrDevice s) {
+  return bitwise<BitwiseOr>("bitwise_or", a, b, s);
+}
+array bitwise_xor(const array& a, const array& b, StreamOrDevice s) {
+  return bitwise<BitwiseXor>("bitwise_xor", a, b, s);
+}
+array left_shift(const array& a, const array& b, StreamOrDevice s) {
+  return shift<LeftShift>("left_shift", a, b, s);
+}
+array right_shift(const array& a, const array& b, StreamOrDevice s) {
+  return shift<RightShift>("right_shift", a, b, s);
+}
+
+array where(const array& condition, const array& x, const array& y, StreamOrDevice s) {
+  Shape shape = broadcast_shapes({condition.shape(), x.shape(), y.shape()}, "where");
+  Dtype t = promote_types(x.dtype(), y.dtype());
+  std::vector<array> inputs{broadcast_to(astype(condition, bool_, s), shape, s),
+                            broadcast_to(astype(x, t, s), shape, s),
+                            broadcast_to(astype(y, t, s), shape, s)};
+  return array(shape, t, std::make_shared<Select>(to_stream(s)), std::move(inputs));
+}
+
+array clip(const array& a, const std::optional<array>& a_min, const std::optional<array>& a_max,
+           StreamOrDevice s) {
+  if (!a_min && !a_max) throw_invalid("clip", "at least one of a_min and a_max must be given");
+  array result = a;
+  if (a_min) result = maximum(result, *a_min, s);
+  if (a_max) result = minimum(result, *a_max, s);
+  return result;
+}
+
+array isclose(const array& a, const array& b, double rtol, double atol, bool equal_nan,
+              StreamOrDevice s) {
+  return make_binary<IsClose>("isclose", a, b, promote_types(a.dtype(), b.dtype()), bool_, s,
+                              rtol, atol, equal_nan);
+}
+
+array allclose(const array& a, const array& b, double rtol, double atol, bool equal_nan,
+               StreamOrDevice s) {
+  return all_true(isclose(a, b, rtol, atol, equal_nan, s), s);
+}
+
+array array_equal(const array& a, const array& b, bool equal_nan, StreamOrDevice s) {
+  if (a.shape() != b.shape()) return array(false);
+  Dtype t = promote_types(a.dtype(), b.dtype());
+  equal_nan = equal_nan && is_inexact(t);
+  return all_true(make_binary<Equal>("array_equal", a, b, t, bool_, s, equal_nan), s);
+}
+
+array array_equal(const array& a, const array& b, StreamOrDevice s) {
+  return array_equal(a, b, false, s);
+}
+
+#define TESSERA_BINARY_OPERATOR(OP, FN) \
+  array operator OP(const array& a, const array& b) { return FN(a, b); }
+TESSERA_BINARY_OPERATOR(+, add)
+TESSERA_BINARY_OPERATOR(-, subtract)
+TESSERA_BINARY_OPERATOR(*, multiply)
+TESSERA_BINARY_OPERATOR(/, divide)
+TESSERA_BINARY_OPERATOR(%, remainder)
+TESSERA_BINARY_OPERATOR(==, equal)
+TESSERA_BINARY_OPERATOR(!=, not_equal)
+TESSERA_BINARY_OPERATOR(<, less)
+TESSERA_BINARY_OPERATOR(<=, less_equal)
+TESSERA_BINARY_OPERATOR(>, greater)
+TESSERA_BINARY_OPERATOR(>=, greater_equal)
+TESSERA_BINARY_OPERATOR(&&, logical_and)
+TESSERA_BINARY_OPERATOR(||, logical_or)
+TESSERA_BINARY_OPERATOR(&, bitwise_and)
+TESSERA_BINARY_OPERATOR(|, bitwise_or)
+TESSERA_BINARY_OPERATOR(^, bitwise_xor)
+TESSERA_BINARY_OPERATOR(<<, left_shift)
+TESSERA_BINARY_OPERATOR(>>, right_shift)
+#undef TESSERA_BINARY_OPERATOR
+
+bool Equal::is_equivalent(const Primitive& other) const {
+  return dynamic_cast<const Equal&>(other).equal_nan_ == equal_nan_;
+}
+
+bool IsClose::is_equivalent(const Primitive& other) const {
+  auto& o = dynamic_cast<const IsClose&>(other);
+  return o.rtol_ == rtol_ && o.atol_ == atol_ && o.equal_nan_ == equal_nan_;
+}
+
+}  // namespace tessera
