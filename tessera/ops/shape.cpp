@@ -108,6 +108,12 @@ array atleast_nd(const array& a, int n, StreamOrDevice s) {
   }
 }
 
+std::vector<array> atleast_nd(const std::vector<array>& arrays, int n, StreamOrDevice s) {
+  std::vector<array> out;
+  for (auto& a : arrays) out.push_back(atleast_nd(a, n, s));
+  return out;
+}
+
 }  // namespace
 
 array transpose(const array& a, std::vector<int> axes, StreamOrDevice s) {
@@ -661,19 +667,13 @@ array atleast_2d(const array& a, StreamOrDevice s) { return atleast_nd(a, 2, s);
 array atleast_3d(const array& a, StreamOrDevice s) { return atleast_nd(a, 3, s); }
 
 std::vector<array> atleast_1d(const std::vector<array>& a, StreamOrDevice s) {
-  std::vector<array> out;
-  for (auto& x : a) out.push_back(atleast_nd(x, 1, s));
-  return out;
+  return atleast_nd(a, 1, s);
 }
 std::vector<array> atleast_2d(const std::vector<array>& a, StreamOrDevice s) {
-  std::vector<array> out;
-  for (auto& x : a) out.push_back(atleast_nd(x, 2, s));
-  return out;
+  return atleast_nd(a, 2, s);
 }
 std::vector<array> atleast_3d(const std::vector<array>& a, StreamOrDevice s) {
-  std::vector<array> out;
-  for (auto& x : a) out.push_back(atleast_nd(x, 3, s));
-  return out;
+  return atleast_nd(a, 3, s);
 }
 
 array diagonal(const array& a, int offset, int axis1, int axis2, StreamOrDevice s) {

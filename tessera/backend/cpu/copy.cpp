@@ -97,6 +97,7 @@ void strided_copy(const In* src, Out* dst, const Shape& shape, const Strides& in
 }  // namespace
 
 void cast_contiguous(const void* src, Dtype src_t, void* dst, Dtype dst_t, size_t n) {
+  if (n == 0) return;  // empty arrays may have no memory at all
   if (src_t == dst_t) {
     std::memcpy(dst, src, n * src_t.size);
     return;

@@ -18,6 +18,16 @@ array view_of(const array& base, const Shape& shape, const Strides& strides, int
   return v;
 }
 
+// out as a view of in (an empty out gets an empty buffer of its own).
+void set_view(const array& in, array& out, const Strides& strides, int64_t offset) {
+  if (out.size() == 0) {
+    out.set_data(allocator::malloc(0));
+    return;
+  }
+  out.copy_shared_buffer(in, strides, compute_flags(out.shape(), strides),
+                         compute_data_size(out.shape(), strides), offset);
+}
+
 // The strides that view (shape, strides) as new_shape without moving data, if
 // there are any (NumPy's no-copy reshape): each group of old axes that merges
 // into or splits from new axes must be contiguous within itself.
@@ -106,18 +116,13 @@ void Transpose::eval_cpu(const std::vector<array>& inputs, array& out) {
 
 void Slice::eval_cpu(const std::vector<array>& inputs, array& out) {
   const array& in = inputs[0];
-  if (out.size() == 0) {
-    out.set_data(allocator::malloc(0));
-    return;
-  }
   Strides strides(in.ndim());
   int64_t offset = 0;
   for (size_t i = 0; i < in.ndim(); ++i) {
     offset += int64_t(start_[i]) * in.strides()[i];
     strides[i] = in.strides()[i] * strides_[i];
   }
-  out.copy_shared_buffer(in, strides, compute_flags(out.shape(), strides),
-                         compute_data_size(out.shape(), strides), offset);
+  set_view(in, out, strides, offset);
 }
 
 void Reshape::eval_cpu(const std::vector<array>& inputs, array& out) {
@@ -140,19 +145,13 @@ void Reshape::eval_cpu(const std::vector<array>& inputs, array& out) {
 
 void DynamicSlice::eval_cpu(const std::vector<array>& inputs, array& out) {
   const array& in = inputs[0];
-  if (out.size() == 0) {
-    out.set_data(allocator::malloc(0));
-    return;
-  }
   auto starts = read_indices(inputs[1]);
   int64_t offset = 0;
   for (size_t i = 0; i < axes_.size(); ++i) {
     int ax = axes_[i];
     offset += clamp_start(starts[i], slice_size_[ax], in.shape(ax)) * in.strides()[ax];
   }
-  const Strides& strides = in.strides();
-  out.copy_shared_buffer(in, strides, compute_flags(out.shape(), strides),
-                         compute_data_size(out.shape(), strides), offset);
+  set_view(in, out, in.strides(), offset);
 }
 
 void SliceUpdate::eval_cpu(const std::vector<array>& inputs, array& out) {
@@ -243,10 +242,6 @@ void Pad::eval_cpu(const std::vector<array>& inputs, array& out) {
 
 void Diagonal::eval_cpu(const std::vector<array>& inputs, array& out) {
   const array& in = inputs[0];
-  if (out.size() == 0) {
-    out.set_data(allocator::malloc(0));
-    return;
-  }
   Strides strides;
   for (int d = 0; d < static_cast<int>(in.ndim()); ++d) {
     if (d != axis1_ && d != axis2_) strides.push_back(in.strides()[d]);
@@ -254,8 +249,7 @@ void Diagonal::eval_cpu(const std::vector<array>& inputs, array& out) {
   strides.push_back(in.strides()[axis1_] + in.strides()[axis2_]);
   int64_t offset = offset_ >= 0 ? int64_t(offset_) * in.strides()[axis2_]
                                 : -int64_t(offset_) * in.strides()[axis1_];
-  out.copy_shared_buffer(in, strides, compute_flags(out.shape(), strides),
-                         compute_data_size(out.shape(), strides), offset);
+  set_view(in, out, strides, offset);
 }
 
 }  // namespace tessera

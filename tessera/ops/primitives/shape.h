@@ -69,8 +69,8 @@ class DynamicSlice : public UnaryPrimitive {
 };
 
 // inputs[0] with the strided region [start, stop; strides) (clamped, as in
-// Slice) replaced by inputs[1], which has the region's shape and the output's
-// dtype. The source buffer is reused when it is donatable.
+// Slice) replaced by inputs[1], which has the region's shape (any dtype: it is
+// cast while it is copied). The source buffer is reused when it is donatable.
 class SliceUpdate : public UnaryPrimitive {
  public:
   SliceUpdate(Stream s, Shape start, Shape stop, Shape strides)
