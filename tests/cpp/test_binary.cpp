@@ -385,7 +385,7 @@ TEST(Binary, IntegerSemantics) {
   harness::expect_values(power(array({0, 5}), array({0, 0})), {1, 1}, "x ** 0");
   // Shifts.
   harness::expect_values(left_shift(array({1, 1, 1, -1}), array({3, 31, 32, -1})),
-                         {8, min32, 0, 0}, "<<");
+                         {8, double(min32), 0, 0}, "<<");
   harness::expect_values(right_shift(array({-8, -8, 8, 8}), array({1, 100, 100, -2})),
                          {-4, -1, 0, 0}, ">>");
   harness::expect_values(right_shift(array({200}, uint8), array(3, uint8)), {25}, "uint8 >>");
@@ -572,6 +572,28 @@ TEST(Binary, LargeArraysTakeEveryKernelPath) {
   for (int i = 0; i < 600; ++i)
     for (int j = 0; j < 600; ++j) sym[i * 600 + j] = outer[i * 600 + j] + outer[j * 600 + i];
   harness::expect_values(add(o, transpose(o)), sym, "o + o^T");
+}
+
+TEST(Binary, LastUseInputBufferIsDonated) {
+  array x = copy(array({1.f, 2.f, 3.f}));
+  array y = copy(array({10.f, 20.f, 30.f}));
+  eval(x, y);
+  const void* px = x.data<float>();
+  const void* py = y.data<float>();
+  array s = add(x, array(1.f));  // vector-scalar: x's buffer
+  array t = multiply(array(2.f), y);  // scalar-vector: y's buffer
+  x = array(0);
+  y = array(0);
+  eval(s, t);
+  EXPECT_EQ(static_cast<const void*>(s.data<float>()), px);
+  EXPECT_EQ(static_cast<const void*>(t.data<float>()), py);
+  harness::expect_values(s, {2, 3, 4}, "x + 1");
+  harness::expect_values(t, {20, 40, 60}, "2 * y");
+  // A comparison writes bool: no donation from float32, still right.
+  array u = copy(array({1.f, 5.f}));
+  array c = less(u, array(2.f));
+  u = array(0);
+  harness::expect_values(c, {1, 0}, "less of a temporary");
 }
 
 TEST(Binary, Errors) {

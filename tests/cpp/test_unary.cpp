@@ -438,6 +438,17 @@ TEST(Unary, InputsStillHeldAreNotOverwritten) {
   harness::expect_values(z, {1, std::exp(1.0)}, "chain");
 }
 
+TEST(Unary, LastUseInputBufferIsDonated) {
+  array x = copy(array({1.f, 4.f, 9.f}));
+  eval(x);
+  const void* p = x.data<float>();
+  array y = sqrt(x);
+  x = array(0);  // drop the last handle to the input
+  eval(y);
+  EXPECT_EQ(static_cast<const void*>(y.data<float>()), p);
+  harness::expect_values(y, {1, 2, 3}, "sqrt in place");
+}
+
 TEST(Unary, ZeroDimAndEmpty) {
   array s = exp(array(0.0f));
   EXPECT_EQ(s.ndim(), 0u);

@@ -13,49 +13,40 @@
 #pragma once
 
 #include "tessera/core/primitive.h"
+#include "tessera/ops/primitives/unary.h"
 
 namespace tessera {
 
-#define TESSERA_BINARY_PRIMITIVE(NAME)                                   \
-  class NAME : public UnaryPrimitive {                                   \
-   public:                                                               \
-    using UnaryPrimitive::UnaryPrimitive;                                \
-    void eval_cpu(const std::vector<array>& inputs, array& out) override; \
-    TESSERA_PRIMITIVE_NAME(NAME)                                         \
-    bool is_equivalent(const Primitive&) const override { return true; } \
-  };
-
-TESSERA_BINARY_PRIMITIVE(Add)
-TESSERA_BINARY_PRIMITIVE(Subtract)
-TESSERA_BINARY_PRIMITIVE(Multiply)
-TESSERA_BINARY_PRIMITIVE(Divide)
-TESSERA_BINARY_PRIMITIVE(FloorDivide)
-TESSERA_BINARY_PRIMITIVE(Remainder)
-TESSERA_BINARY_PRIMITIVE(Power)
-TESSERA_BINARY_PRIMITIVE(Maximum)
-TESSERA_BINARY_PRIMITIVE(Minimum)
-TESSERA_BINARY_PRIMITIVE(LogAddExp)
-TESSERA_BINARY_PRIMITIVE(ArcTan2)
-TESSERA_BINARY_PRIMITIVE(NotEqual)
-TESSERA_BINARY_PRIMITIVE(Greater)
-TESSERA_BINARY_PRIMITIVE(GreaterEqual)
-TESSERA_BINARY_PRIMITIVE(Less)
-TESSERA_BINARY_PRIMITIVE(LessEqual)
-TESSERA_BINARY_PRIMITIVE(LogicalAnd)
-TESSERA_BINARY_PRIMITIVE(LogicalOr)
-TESSERA_BINARY_PRIMITIVE(LogicalXor)
-TESSERA_BINARY_PRIMITIVE(BitwiseAnd)
-TESSERA_BINARY_PRIMITIVE(BitwiseOr)
-TESSERA_BINARY_PRIMITIVE(BitwiseXor)
-TESSERA_BINARY_PRIMITIVE(LeftShift)
-TESSERA_BINARY_PRIMITIVE(RightShift)
+TESSERA_ELEMENTWISE_PRIMITIVE(Add)
+TESSERA_ELEMENTWISE_PRIMITIVE(Subtract)
+TESSERA_ELEMENTWISE_PRIMITIVE(Multiply)
+TESSERA_ELEMENTWISE_PRIMITIVE(Divide)
+TESSERA_ELEMENTWISE_PRIMITIVE(FloorDivide)
+TESSERA_ELEMENTWISE_PRIMITIVE(Remainder)
+TESSERA_ELEMENTWISE_PRIMITIVE(Power)
+TESSERA_ELEMENTWISE_PRIMITIVE(Maximum)
+TESSERA_ELEMENTWISE_PRIMITIVE(Minimum)
+TESSERA_ELEMENTWISE_PRIMITIVE(LogAddExp)
+TESSERA_ELEMENTWISE_PRIMITIVE(ArcTan2)
+TESSERA_ELEMENTWISE_PRIMITIVE(NotEqual)
+TESSERA_ELEMENTWISE_PRIMITIVE(Greater)
+TESSERA_ELEMENTWISE_PRIMITIVE(GreaterEqual)
+TESSERA_ELEMENTWISE_PRIMITIVE(Less)
+TESSERA_ELEMENTWISE_PRIMITIVE(LessEqual)
+TESSERA_ELEMENTWISE_PRIMITIVE(LogicalAnd)
+TESSERA_ELEMENTWISE_PRIMITIVE(LogicalOr)
+TESSERA_ELEMENTWISE_PRIMITIVE(LogicalXor)
+TESSERA_ELEMENTWISE_PRIMITIVE(BitwiseAnd)
+TESSERA_ELEMENTWISE_PRIMITIVE(BitwiseOr)
+TESSERA_ELEMENTWISE_PRIMITIVE(BitwiseXor)
+TESSERA_ELEMENTWISE_PRIMITIVE(LeftShift)
+TESSERA_ELEMENTWISE_PRIMITIVE(RightShift)
 // condition ? x : y over inputs {condition (bool_), x, y}.
-TESSERA_BINARY_PRIMITIVE(Select)
+TESSERA_ELEMENTWISE_PRIMITIVE(Select)
 // A bool_ scalar: every element of the (bool_) input is true. Used by allclose
 // and array_equal.
-TESSERA_BINARY_PRIMITIVE(AllTrue)
+TESSERA_ELEMENTWISE_PRIMITIVE(AllTrue)
 
-#undef TESSERA_BINARY_PRIMITIVE
 
 // a == b; with equal_nan, NaN equals NaN.
 class Equal : public UnaryPrimitive {
