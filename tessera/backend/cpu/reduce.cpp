@@ -14,6 +14,7 @@
 // combine the block totals in float64, so the error does not grow with N.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <stdexcept>
@@ -25,6 +26,47 @@
 #include "tessera/ops/primitives/reduce.h"
 
 namespace tessera {
+
+// Hot leaf loops are compiled for AVX-512 and AVX2 too, chosen at load time.
+#define TESSERA_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+
+namespace cpu {
+
+// Max / min of n contiguous floats or doubles, NaN propagating, in 16-byte
+// vectors (GCC's vector extensions: the plain loop does not vectorise, its
+// NaN test is control flow to the vectoriser). Also used by softmax.cpp.
+template <typename C, bool IsMax>
+TESSERA_SIMD_CLONES C extremum_contiguous(const C* x, int64_t n) {
+  constexpr int W = 16 / sizeof(C);
+  typedef C V __attribute__((vector_size(16)));
+  const C init = IsMax ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::infinity();
+  auto pick = [](V a, V v) { return ((IsMax ? (v > a) : (v < a)) | (v != v)) ? v : a; };
+  auto pick1 = [](C a, C v) { return ((IsMax ? v > a : v < a) || v != v) ? v : a; };
+  V a0 = V{} + init, a1 = a0, a2 = a0, a3 = a0;
+  int64_t i = 0;
+  for (; i + 4 * W <= n; i += 4 * W) {
+    V v0, v1, v2, v3;
+    std::memcpy(&v0, x + i, sizeof(V));
+    std::memcpy(&v1, x + i + W, sizeof(V));
+    std::memcpy(&v2, x + i + 2 * W, sizeof(V));
+    std::memcpy(&v3, x + i + 3 * W, sizeof(V));
+    a0 = pick(a0, v0);
+    a1 = pick(a1, v1);
+    a2 = pick(a2, v2);
+    a3 = pick(a3, v3);
+  }
+  a0 = pick(pick(a0, a1), pick(a2, a3));
+  C m = init;
+  for (int k = 0; k < W; ++k) m = pick1(m, a0[k]);
+  for (; i < n; ++i) m = pick1(m, x[i]);
+  return m;
+}
+template float extremum_contiguous<float, true>(const float*, int64_t);
+template float extremum_contiguous<float, false>(const float*, int64_t);
+template double extremum_contiguous<double, true>(const double*, int64_t);
+template double extremum_contiguous<double, false>(const double*, int64_t);
+
+}  // namespace cpu
 
 namespace {
 
@@ -185,6 +227,7 @@ struct OpTypes {
 
 template <typename T, typename O = sum_out_t<T>>
 struct SumOp : OpTypes<T, O, sum_acc_t<O>> {
+  static constexpr bool kAdds = true;
   using Acc = sum_acc_t<O>;
   static Acc init() { return Acc(0); }
   static Acc step(Acc a, T x) { return a + to_acc<Acc>(x); }
@@ -202,6 +245,7 @@ using mean_acc_t =
 
 template <typename T, typename O = mean_out_t<T>>
 struct MeanOp : OpTypes<T, O, mean_acc_t<T>> {
+  static constexpr bool kAdds = true;
   using Acc = mean_acc_t<T>;
   static Acc init() { return Acc(0); }
   static Acc step(Acc a, T x) { return a + to_acc<Acc>(x); }
@@ -225,6 +269,8 @@ struct ProdOp : OpTypes<T, O, sum_acc_t<O>> {
 // Max / Min propagate NaN, as NumPy does.
 template <typename T, bool IsMax>
 struct ExtremumOp : OpTypes<T, T, compute_t<T>, compute_t<T>> {
+  static constexpr bool kSimd = std::is_same_v<T, float> || std::is_same_v<T, double>;
+  static constexpr bool kMax = IsMax;
   using Acc = compute_t<T>;
   static Acc init() {
     if constexpr (std::is_same_v<Acc, bool>) {
@@ -242,7 +288,7 @@ struct ExtremumOp : OpTypes<T, T, compute_t<T>, compute_t<T>> {
   template <typename V>
   static V merge(V a, V x) {
     if constexpr (std::is_floating_point_v<V>) {
-      return ((IsMax ? x > a : x < a) || x != x) ? x : a;
+      return ((IsMax ? x > a : x < a) | (x != x)) ? x : a;
     } else {
       return (IsMax ? greater(x, a) : greater(a, x)) ? x : a;
     }
@@ -267,9 +313,33 @@ struct LogicalOp : OpTypes<T, bool, bool, bool> {
 
 // ---- kernels -------------------------------------------------------------------
 
+// Sum of n contiguous floats or doubles in independent lanes.
+template <typename C>
+TESSERA_SIMD_CLONES C sum_contiguous(const C* x, int64_t n) {
+  constexpr int L = 32;
+  C lanes[L] = {};
+  int64_t i = 0;
+  for (; i + L <= n; i += L) {
+    for (int k = 0; k < L; ++k) lanes[k] += x[i + k];
+  }
+  C a = 0;
+  for (; i < n; ++i) a += x[i];
+  for (int k = 0; k < L; ++k) a += lanes[k];
+  return a;
+}
+
 template <typename Op>
 typename Op::Acc reduce_contiguous(const typename Op::T* x, int64_t n) {
   using Acc = typename Op::Acc;
+  using T = typename Op::T;
+  if constexpr (requires { Op::kSimd; }) {
+    if constexpr (Op::kSimd) return extremum_contiguous<T, Op::kMax>(x, n);
+  }
+  if constexpr (requires { Op::kAdds; }) {
+    if constexpr (std::is_same_v<T, Acc> && std::is_floating_point_v<T>) {
+      return sum_contiguous<T>(x, n);
+    }
+  }
   constexpr int L = 16;
   Acc lanes[L];
   for (int k = 0; k < L; ++k) lanes[k] = Op::init();
@@ -343,6 +413,21 @@ void reduce_rows(const typename Op::T* in, const ReducePlan& p, typename Op::O* 
   });
 }
 
+// acc[j] += x[j]: the column kernel of float sums.
+template <typename C>
+TESSERA_SIMD_CLONES void add_into(C* __restrict acc, const C* __restrict x, int64_t m) {
+  for (int64_t j = 0; j < m; ++j) acc[j] += x[j];
+}
+
+template <typename Op>
+constexpr bool adds_in_place = [] {
+  if constexpr (requires { Op::kAdds; }) {
+    return std::is_same_v<typename Op::T, typename Op::Acc> &&
+           std::is_floating_point_v<typename Op::T>;
+  }
+  return false;
+}();
+
 // Accumulates reduced positions [rb, re) into tot[0, m) for m outputs that are
 // consecutive in memory from base.
 template <typename Op>
@@ -362,7 +447,11 @@ void reduce_columns_block(const typename Op::T* base, int64_t m, const ReducePla
   for_segments(p, rb, re, [&](int64_t off, int64_t len, int64_t s) {
     for (int64_t c = 0; c < len; ++c) {
       const auto* x = base + off + c * s;
-      for (int64_t j = 0; j < m; ++j) acc[j] = Op::step(acc[j], x[j]);
+      if constexpr (adds_in_place<Op>) {
+        add_into(acc, x, m);
+      } else {
+        for (int64_t j = 0; j < m; ++j) acc[j] = Op::step(acc[j], x[j]);
+      }
       if (++pending == kBlock) flush();
     }
   });
@@ -480,6 +569,22 @@ void reduce_into(Reduce::ReduceType type, const void* in, Dtype in_t, const Shap
 template <typename T, bool IsMax>
 uint32_t arg_row(const T* x, int64_t n, int64_t s) {
   using C = compute_t<T>;
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if (s == 1) {
+      // The extremum in vectors, then the first element equal to it (or NaN).
+      T m = extremum_contiguous<T, IsMax>(x, n);
+      bool nan = m != m;
+      auto hit = [&](T v) { return nan ? v != v : v == m; };
+      int64_t i = 0;
+      for (; i + 16 <= n; i += 16) {
+        bool any = false;
+        for (int k = 0; k < 16; ++k) any |= hit(x[i + k]);
+        if (any) break;
+      }
+      while (!hit(x[i])) ++i;
+      return static_cast<uint32_t>(i);
+    }
+  }
   C best = static_cast<C>(x[0]);
   uint32_t idx = 0;
   if (is_nan(best)) return 0;

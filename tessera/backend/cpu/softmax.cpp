@@ -21,6 +21,12 @@
 
 namespace tessera {
 
+namespace cpu {
+// Defined in reduce.cpp: NaN-propagating max / min of contiguous floats / doubles.
+template <typename C, bool IsMax>
+C extremum_contiguous(const C* x, int64_t n);
+}  // namespace cpu
+
 namespace {
 
 using namespace cpu;
@@ -29,14 +35,21 @@ constexpr int kLanes = 16;
 constexpr int64_t kBlock = 2048;  // elements summed in float before a float64 combine
 constexpr int64_t kParallelWork = 1 << 14;
 
+// c ? a : b on the bits: the vectoriser takes float compares in a ternary for
+// control flow (they may trap), and masks for what they are.
+inline float select(bool c, float a, float b) {
+  uint32_t m = 0u - static_cast<uint32_t>(c);
+  return std::bit_cast<float>((std::bit_cast<uint32_t>(a) & m) | (std::bit_cast<uint32_t>(b) & ~m));
+}
+
 // exp(x) for float without branches, so loops over it vectorise: Cephes'
 // polynomial on x - n ln2, scaled by 2^n through the exponent bits (about 1 ulp).
 inline float exp_f(float x) {
   constexpr float hi = 88.72283f;
   constexpr float lo = -87.33654f;
   constexpr float magic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-  float xc = x < lo ? lo : x;
-  xc = xc > hi ? hi : xc;
+  float xc = select(x < lo, lo, x);
+  xc = select(xc > hi, hi, xc);
   float t = xc * 1.44269504088896341f + magic;
   float n = t - magic;
   uint32_t ni = std::bit_cast<uint32_t>(t) - std::bit_cast<uint32_t>(magic);
@@ -51,8 +64,8 @@ inline float exp_f(float x) {
   p = p * r * r + r + 1.0f;
   float scale = std::bit_cast<float>((ni + 126u) << 23);  // 2^(n-1), n in [-126, 128]
   float y = p * scale * 2.0f;
-  y = x > hi ? std::numeric_limits<float>::infinity() : y;
-  return x < lo ? 0.0f : y;
+  y = select(x > hi, std::numeric_limits<float>::infinity(), y);
+  return select(x < lo, 0.0f, y);
 }
 
 template <typename C>
@@ -68,9 +81,10 @@ inline C exp_c(C x) {
 template <typename T>
 compute_t<T> row_max(const T* x, int64_t n) {
   using C = compute_t<T>;
+  if constexpr (std::is_same_v<T, C>) return extremum_contiguous<C, true>(x, n);
   C lanes[kLanes];
   for (int k = 0; k < kLanes; ++k) lanes[k] = -std::numeric_limits<C>::infinity();
-  auto pick = [](C a, C v) { return (v > a || v != v) ? v : a; };
+  auto pick = [](C a, C v) { return ((v > a) | (v != v)) ? v : a; };
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
     for (int k = 0; k < kLanes; ++k) lanes[k] = pick(lanes[k], static_cast<C>(x[i + k]));
@@ -81,32 +95,60 @@ compute_t<T> row_max(const T* x, int64_t n) {
   return m;
 }
 
-// Sum of exp(x - m) over a row; with e, also stores each exp.
-template <typename T, bool Store>
+template <typename C>
+C lane_sum(const C* e, int64_t n) {
+  C lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int k = 0; k < kLanes; ++k) lanes[k] += e[i + k];
+  }
+  C s = 0;
+  for (; i < n; ++i) s += e[i];
+  for (int k = 0; k < kLanes; ++k) s += lanes[k];
+  return s;
+}
+
+// Hot leaf loops are compiled for AVX-512 and AVX2 too, chosen at load time.
+#define TESSERA_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+
+// The float32 row loops of softmax: e = exp(x - m), returns sum(e); y = e * inv.
+TESSERA_SIMD_CLONES double exp_sum_f32(const float* x, int64_t n, float m, float* e) {
+  float buf[kBlock];
+  double total = 0;
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t len = std::min(kBlock, n - b);
+    float* eb = e ? e + b : buf;
+    for (int64_t i = 0; i < len; ++i) eb[i] = exp_f(x[b + i] - m);
+    float lanes[2 * kLanes] = {};
+    int64_t i = 0;
+    for (; i + 2 * kLanes <= len; i += 2 * kLanes) {
+      for (int k = 0; k < 2 * kLanes; ++k) lanes[k] += eb[i + k];
+    }
+    float s = 0;
+    for (; i < len; ++i) s += eb[i];
+    for (int k = 0; k < 2 * kLanes; ++k) s += lanes[k];
+    total += s;
+  }
+  return total;
+}
+TESSERA_SIMD_CLONES void scale_f32(float* y, int64_t n, float inv) {
+  for (int64_t i = 0; i < n; ++i) y[i] *= inv;
+}
+
+// Sum of exp(x - m) over a row, a block at a time: one loop stores the exps (in
+// e when given, else in a block buffer), one sums them.
+template <typename T>
 double row_exp_sum(const T* x, int64_t n, compute_t<T> m, compute_t<T>* e) {
   using C = compute_t<T>;
+  if constexpr (std::is_same_v<T, float>) return exp_sum_f32(x, n, m, e);
+  C buf[kBlock];
   double total = 0;
   for (int64_t b = 0; b < n; b += kBlock) {
     const int64_t len = std::min(kBlock, n - b);
     const T* xb = x + b;
-    C* eb = Store ? e + b : nullptr;
-    C lanes[kLanes] = {};
-    int64_t i = 0;
-    for (; i + kLanes <= len; i += kLanes) {
-      for (int k = 0; k < kLanes; ++k) {
-        C v = exp_c(static_cast<C>(xb[i + k]) - m);
-        if constexpr (Store) eb[i + k] = v;
-        lanes[k] += v;
-      }
-    }
-    C s = 0;
-    for (; i < len; ++i) {
-      C v = exp_c(static_cast<C>(xb[i]) - m);
-      if constexpr (Store) eb[i] = v;
-      s += v;
-    }
-    for (int k = 0; k < kLanes; ++k) s += lanes[k];
-    total += s;
+    C* eb = e ? e + b : buf;
+    for (int64_t i = 0; i < len; ++i) eb[i] = exp_c(static_cast<C>(xb[i]) - m);
+    total += lane_sum(eb, len);
   }
   return total;
 }
@@ -117,7 +159,8 @@ void softmax_row(const T* x, T* y, int64_t n, compute_t<T>* scratch) {
   using C = compute_t<T>;
   C m = row_max(x, n);
   C* e = std::is_same_v<T, C> ? reinterpret_cast<C*>(y) : scratch;
-  C inv = static_cast<C>(1.0 / row_exp_sum<T, true>(x, n, m, e));
+  C inv = static_cast<C>(1.0 / row_exp_sum<T>(x, n, m, e));
+  if constexpr (std::is_same_v<T, float>) return scale_f32(y, n, inv);
   for (int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(e[i] * inv);
 }
 
@@ -127,7 +170,7 @@ T logsumexp_row(const T* x, int64_t n) {
   if (n == 0) return static_cast<T>(-std::numeric_limits<C>::infinity());
   C m = row_max(x, n);
   if (std::isinf(m) || std::isnan(m)) return static_cast<T>(m);
-  return static_cast<T>(m + static_cast<C>(std::log(row_exp_sum<T, false>(x, n, m, nullptr))));
+  return static_cast<T>(m + static_cast<C>(std::log(row_exp_sum<T>(x, n, m, nullptr))));
 }
 
 // Calls f(TypeTag<T>) for the floating output dtypes of these ops.
