@@ -12,5 +12,6 @@
 #include "tessera/core/dtype.h"
 #include "tessera/core/eval.h"
 #include "tessera/core/primitive.h"
+#include "tessera/core/print.h"
 #include "tessera/memory/allocator.h"
 #include "tessera/ops/ops.h"

@@ -37,8 +37,10 @@ int main() {
 
   std::cout << "\n== Linear algebra: fit y = X w by gradient descent\n";
   const int n = 256, d = 4;
-  mx::array X = mx::reshape(mx::astype(mx::arange(n * d), mx::float32), {n, d});
-  X = mx::sin(X * 0.37f);
+  // Column j is a sinusoid of frequency 0.37 (j + 1): independent columns.
+  mx::array i = mx::reshape(mx::arange(n, mx::float32), {n, 1});
+  mx::array j = mx::reshape(mx::arange(d, mx::float32), {1, d});
+  mx::array X = mx::sin(0.37f * (j + 1.0f) * i + j);
   mx::array w_true({0.5f, -1.0f, 2.0f, 0.25f}, {d, 1});
   mx::array Y = mx::matmul(X, w_true);
   mx::array w = mx::zeros({d, 1});

@@ -139,7 +139,8 @@ inline array with_layout(const std::vector<double>& v, const Shape& shape, Dtype
     case Layout::broadcast: {
       if (nd == 0) return from_doubles(v, shape, t);
       Shape row(shape.begin() + 1, shape.end());
-      std::vector<double> r(v.begin(), v.begin() + (shape[0] ? v.size() / shape[0] : 0));
+      std::vector<double> r(shape_size(row), 0.0);
+      if (shape[0] > 0) std::copy(v.begin(), v.begin() + r.size(), r.begin());
       out = broadcast_to(from_doubles(r, row, t), shape);
       break;
     }
