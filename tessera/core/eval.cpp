@@ -1,6 +1,7 @@
 #include "tessera/core/eval.h"
 
 #include <atomic>
+#include <optional>
 #include <utility>
 
 #include "tessera/core/primitive.h"
@@ -116,8 +117,30 @@ class Batcher {
   std::vector<array> outputs_;
 };
 
-void schedule(const std::vector<array>& outputs) {
+// All nodes of the tape on one CPU stream: that stream, else nullopt.
+std::optional<Stream> single_cpu_stream(const std::vector<array>& tape) {
+  if (tape.empty()) return std::nullopt;
+  Stream s = tape.front().primitive().stream();
+  if (s.device != Device::cpu) return std::nullopt;
+  for (auto& a : tape) {
+    if (a.primitive().stream() != s) return std::nullopt;
+  }
+  return s;
+}
+
+void schedule(const std::vector<array>& outputs, bool synchronous) {
   auto tape = build_tape(outputs);
+  std::optional<Stream> inline_stream;
+  if (synchronous) {
+    inline_stream = single_cpu_stream(tape);
+    if (inline_stream && !scheduler::begin_inline(*inline_stream)) inline_stream.reset();
+  }
+  struct InlineGuard {
+    std::optional<Stream>& s;
+    ~InlineGuard() {
+      if (s) scheduler::end_inline(*s);
+    }
+  } guard{inline_stream};
   Batcher batcher;
   for (auto& slot : tape) {
     // Moved out so that the tape does not keep results alive (see Note [Donation]).
@@ -157,17 +180,21 @@ void schedule(const std::vector<array>& outputs) {
       out.set_status(ArrayStatus::scheduled);
       out.detach();
     }
-    batcher.add(stream, std::move(task));
+    if (inline_stream) {
+      task();  // see Note [Inline evaluation]
+    } else {
+      batcher.add(stream, std::move(task));
+    }
   }
   batcher.flush();
 }
 
 }  // namespace
 
-void async_eval(std::vector<array> outputs) { schedule(outputs); }
+void async_eval(std::vector<array> outputs) { schedule(outputs, false); }
 
 void eval(std::vector<array> outputs) {
-  schedule(outputs);
+  schedule(outputs, true);
   for (auto& out : outputs) out.wait();
 }
 

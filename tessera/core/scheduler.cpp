@@ -1,6 +1,7 @@
 #include "tessera/core/scheduler.h"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -34,6 +35,7 @@ class StreamWorker {
     {
       std::lock_guard l(mutex_);
       queue_.push_back(std::move(task));
+      pending_.fetch_add(1, std::memory_order_release);
       seq = ++submitted_;
       notify = waiting_;
     }
@@ -47,6 +49,23 @@ class StreamWorker {
   }
 
   bool is_done(uint64_t seq) const { return completed_.load(std::memory_order_acquire) >= seq; }
+
+  // See scheduler::try_run_inline.
+  bool begin_inline() {
+    std::lock_guard l(mutex_);
+    if (inline_ || !queue_.empty() || completed_.load(std::memory_order_acquire) != submitted_) {
+      return false;
+    }
+    inline_ = true;
+    return true;
+  }
+  void end_inline() {
+    {
+      std::lock_guard l(mutex_);
+      inline_ = false;
+    }
+    cv_.notify_one();
+  }
 
   void wait_for(uint64_t seq) {
     uint64_t c = completed_.load(std::memory_order_acquire);
@@ -62,13 +81,34 @@ class StreamWorker {
     std::unique_lock l(mutex_);
     while (true) {
       if (queue_.empty()) {
+        // Tasks often come in quick succession (eval hands over batches as it
+        // builds them): poll briefly before sleeping, to save a wake-up.
+        l.unlock();
+        auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+        while (pending_.load(std::memory_order_acquire) == 0 &&
+               std::chrono::steady_clock::now() < until) {
+#if defined(__x86_64__)
+          __builtin_ia32_pause();
+#endif
+        }
+        l.lock();
+      }
+      if (queue_.empty()) {
         waiting_ = true;
-        cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
+        cv_.wait(l, [&] { return stop_ || (!queue_.empty() && !inline_); });
         waiting_ = false;
       }
       if (queue_.empty() && stop_) return;
+      if (inline_) {
+        // The stream's owner is running tasks on its own thread: keep the order.
+        waiting_ = true;
+        cv_.wait(l, [&] { return stop_ || !inline_; });
+        waiting_ = false;
+        continue;
+      }
       auto task = std::move(queue_.front());
       queue_.pop_front();
+      pending_.fetch_sub(1, std::memory_order_relaxed);
       l.unlock();
       // Tasks catch their own errors (eval records them on the outputs).
       task();
@@ -85,7 +125,9 @@ class StreamWorker {
   std::deque<std::function<void()>> queue_;
   uint64_t submitted_ = 0;
   std::atomic<uint64_t> completed_{0};
+  std::atomic<size_t> pending_{0};
   bool waiting_ = false;
+  bool inline_ = false;
   bool stop_ = false;
   std::thread thread_;
 };
@@ -147,6 +189,11 @@ void wait_for(int stream_index, uint64_t seq) {
   registry().worker(stream_index).wait_for(seq);
 }
 int current_stream_index() { return tl_stream_index; }
+
+bool begin_inline(const Stream& s) {
+  return s.device == Device::cpu && registry().worker(s.index).begin_inline();
+}
+void end_inline(const Stream& s) { registry().worker(s.index).end_inline(); }
 
 }  // namespace scheduler
 

@@ -24,4 +24,12 @@ void wait_for(int stream_index, uint64_t seq);
 // The stream index of the calling thread when it is a stream worker, else -1.
 int current_stream_index();
 
+// Note [Inline evaluation]
+// A synchronous eval whose whole graph is on one idle CPU stream runs the tasks
+// on the calling thread: same order, same results, no hand-over between threads
+// (which dominates the cost of small ops). begin_inline(s) succeeds only when s
+// has nothing queued or running, and holds s's worker back until end_inline(s).
+bool begin_inline(const Stream& s);
+void end_inline(const Stream& s);
+
 }  // namespace tessera::scheduler

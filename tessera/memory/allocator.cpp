@@ -8,6 +8,7 @@
 #include <new>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
 
 namespace tessera::allocator {
 
@@ -36,7 +37,7 @@ class HostAllocator {
   HostAllocator() : memory_limit_(physical_memory()), cache_limit_(memory_limit_) {}
   ~HostAllocator() {
     std::lock_guard lock(mutex_);
-    for (auto& [cap, s] : cache_) std::free(s);
+    release_cache(0);
   }
 
   Buffer malloc(size_t size) {
@@ -85,8 +86,7 @@ class HostAllocator {
       std::free(s);
       return;
     }
-    cache_.emplace(s->capacity, s);
-    cache_bytes_ += s->capacity;
+    put_cached(s);
     if (cache_bytes_ > cache_limit_) release_cache(cache_limit_);
   }
 
@@ -112,12 +112,29 @@ class HostAllocator {
 
  private:
   BufferStorage* take_cached(size_t cap) {
-    auto it = cache_.find(cap);
-    if (it == cache_.end()) return nullptr;
-    BufferStorage* s = it->second;
-    cache_.erase(it);
+    BufferStorage* s = nullptr;
+    if (cap <= kSmallMax) {
+      auto& list = small_[cap / 64];
+      if (list.empty()) return nullptr;
+      s = list.back();
+      list.pop_back();
+    } else {
+      auto it = cache_.find(cap);
+      if (it == cache_.end()) return nullptr;
+      s = it->second;
+      cache_.erase(it);
+    }
     cache_bytes_ -= cap;
     return s;
+  }
+
+  void put_cached(BufferStorage* s) {
+    if (s->capacity <= kSmallMax) {
+      small_[s->capacity / 64].push_back(s);
+    } else {
+      cache_.emplace(s->capacity, s);
+    }
+    cache_bytes_ += s->capacity;
   }
 
   // Frees cached blocks, largest first, until the cache holds at most `target` bytes.
@@ -128,9 +145,21 @@ class HostAllocator {
       std::free(it->second);
       cache_.erase(it);
     }
+    for (size_t c = small_.size(); c-- > 0 && cache_bytes_ > target;) {
+      auto& list = small_[c];
+      while (!list.empty() && cache_bytes_ > target) {
+        cache_bytes_ -= list.back()->capacity;
+        std::free(list.back());
+        list.pop_back();
+      }
+    }
   }
 
   std::mutex mutex_;
+  // Small size classes (multiples of 64 bytes up to kSmallMax) in free lists
+  // indexed by class; larger ones in a map by size.
+  static constexpr size_t kSmallMax = 4096;
+  std::vector<std::vector<BufferStorage*>> small_ = std::vector<std::vector<BufferStorage*>>(kSmallMax / 64 + 1);
   std::multimap<size_t, BufferStorage*> cache_;
   size_t cache_bytes_ = 0;
   size_t active_ = 0;

@@ -12,6 +12,7 @@
 #include <climits>
 #include <cstring>
 
+#include "tessera/backend/cpu/blas.h"
 #include "tessera/backend/cpu/copy.h"
 #include "tessera/backend/cpu/dispatch.h"
 #include "tessera/backend/cpu/strided.h"
@@ -176,6 +177,7 @@ void run_gemm(const array& a_in, const array& b_in, array& target, int64_t M, in
 // out = alpha (a @ b) [+ beta c]: the shared body of Matmul and AddMM.
 void eval_product(const array& a_in, const array& b_in, const array* c, array& out, float alpha,
                   float beta) {
+  cpu::blas_init();
   if (out.size() == 0) {
     out.set_data(allocator::malloc(0));
     return;
