@@ -234,27 +234,10 @@ array array_equal(const array& a, const array& b, StreamOrDevice s) {
   return array_equal(a, b, false, s);
 }
 
-#define TESSERA_BINARY_OPERATOR(OP, FN) \
+#define TESSERA_DEFINE_BINARY_OPERATOR(OP, FN) \
   array operator OP(const array& a, const array& b) { return FN(a, b); }
-TESSERA_BINARY_OPERATOR(+, add)
-TESSERA_BINARY_OPERATOR(-, subtract)
-TESSERA_BINARY_OPERATOR(*, multiply)
-TESSERA_BINARY_OPERATOR(/, divide)
-TESSERA_BINARY_OPERATOR(%, remainder)
-TESSERA_BINARY_OPERATOR(==, equal)
-TESSERA_BINARY_OPERATOR(!=, not_equal)
-TESSERA_BINARY_OPERATOR(<, less)
-TESSERA_BINARY_OPERATOR(<=, less_equal)
-TESSERA_BINARY_OPERATOR(>, greater)
-TESSERA_BINARY_OPERATOR(>=, greater_equal)
-TESSERA_BINARY_OPERATOR(&&, logical_and)
-TESSERA_BINARY_OPERATOR(||, logical_or)
-TESSERA_BINARY_OPERATOR(&, bitwise_and)
-TESSERA_BINARY_OPERATOR(|, bitwise_or)
-TESSERA_BINARY_OPERATOR(^, bitwise_xor)
-TESSERA_BINARY_OPERATOR(<<, left_shift)
-TESSERA_BINARY_OPERATOR(>>, right_shift)
-#undef TESSERA_BINARY_OPERATOR
+TESSERA_FOR_EACH_BINARY_OPERATOR(TESSERA_DEFINE_BINARY_OPERATOR)
+#undef TESSERA_DEFINE_BINARY_OPERATOR
 
 bool Equal::is_equivalent(const Primitive& other) const {
   return dynamic_cast<const Equal&>(other).equal_nan_ == equal_nan_;

@@ -56,8 +56,15 @@ array allclose(const array& a, const array& b, double rtol = 1e-5, double atol =
 array array_equal(const array& a, const array& b, bool equal_nan, StreamOrDevice s = {});
 array array_equal(const array& a, const array& b, StreamOrDevice s = {});
 
+// The operators and the op each stands for.
+#define TESSERA_FOR_EACH_BINARY_OPERATOR(X)                                                \
+  X(+, add) X(-, subtract) X(*, multiply) X(/, divide) X(%, remainder) X(==, equal)       \
+  X(!=, not_equal) X(<, less) X(<=, less_equal) X(>, greater) X(>=, greater_equal)         \
+  X(&&, logical_and) X(||, logical_or) X(&, bitwise_and) X(|, bitwise_or) X(^, bitwise_xor) \
+  X(<<, left_shift) X(>>, right_shift)
+
 // Operators. A C++ scalar becomes array(scalar) (its own dtype, cpp.md).
-#define TESSERA_BINARY_OPERATOR(OP, FN)                       \
+#define TESSERA_DECLARE_BINARY_OPERATOR(OP, FN)               \
   array operator OP(const array& a, const array& b);          \
   template <typename T>                                       \
     requires std::is_arithmetic_v<T>                          \
@@ -69,24 +76,7 @@ array array_equal(const array& a, const array& b, StreamOrDevice s = {});
   array operator OP(const array& a, T b) {                    \
     return FN(a, array(b));                                   \
   }
-TESSERA_BINARY_OPERATOR(+, add)
-TESSERA_BINARY_OPERATOR(-, subtract)
-TESSERA_BINARY_OPERATOR(*, multiply)
-TESSERA_BINARY_OPERATOR(/, divide)
-TESSERA_BINARY_OPERATOR(%, remainder)
-TESSERA_BINARY_OPERATOR(==, equal)
-TESSERA_BINARY_OPERATOR(!=, not_equal)
-TESSERA_BINARY_OPERATOR(<, less)
-TESSERA_BINARY_OPERATOR(<=, less_equal)
-TESSERA_BINARY_OPERATOR(>, greater)
-TESSERA_BINARY_OPERATOR(>=, greater_equal)
-TESSERA_BINARY_OPERATOR(&&, logical_and)
-TESSERA_BINARY_OPERATOR(||, logical_or)
-TESSERA_BINARY_OPERATOR(&, bitwise_and)
-TESSERA_BINARY_OPERATOR(|, bitwise_or)
-TESSERA_BINARY_OPERATOR(^, bitwise_xor)
-TESSERA_BINARY_OPERATOR(<<, left_shift)
-TESSERA_BINARY_OPERATOR(>>, right_shift)
-#undef TESSERA_BINARY_OPERATOR
+TESSERA_FOR_EACH_BINARY_OPERATOR(TESSERA_DECLARE_BINARY_OPERATOR)
+#undef TESSERA_DECLARE_BINARY_OPERATOR
 
 }  // namespace tessera

@@ -180,6 +180,30 @@ inline void expect_values(const array& got, const std::vector<double>& want, con
   }
 }
 
+// How an op's result dtype follows from its (promoted) input dtype.
+enum class Rule { same, float_out, boolean };
+inline Dtype out_dtype(Rule rule, Dtype t) {
+  switch (rule) {
+    case Rule::same: return t;
+    case Rule::float_out: return inexact_type(t);
+    case Rule::boolean: return bool_;
+  }
+  return t;
+}
+
+// v (an exact integer) reduced into the range of integer dtype t, modulo 2^bits.
+inline double wrap_int(double v, Dtype t) {
+  if (t == bool_) return v != 0;
+  if (!is_integer(t)) return v;
+  double m = std::ldexp(1.0, 8 * t.size);
+  double lo = is_signed_integer(t) ? -m / 2 : 0;
+  if (v >= lo && v < lo + m) return v;  // in range (and exact for 64-bit types)
+  double r = std::fmod(v, m);
+  if (r < 0) r += m;
+  if (is_signed_integer(t) && r >= m / 2) r -= m;
+  return r;
+}
+
 // The shapes every op is swept over: scalar, vector, matrix, 3-D, empty.
 inline std::vector<Shape> sweep_shapes() { return {{}, {7}, {3, 5}, {2, 3, 4}, {0, 3}}; }
 

@@ -16,7 +16,9 @@ namespace {
 
 using cd = std::complex<double>;
 
-enum class Rule { same, float_out, boolean };
+using harness::Rule;
+using harness::out_dtype;
+using harness::wrap_int;
 
 struct UnaryCase {
   std::string name;
@@ -29,28 +31,6 @@ struct UnaryCase {
   std::function<cd(cd)> cref = nullptr;
   Dtype complex_out = complex64;
 };
-
-// v (an exact integer) reduced into the range of integer dtype t, modulo 2^bits.
-double wrap_int(double v, Dtype t) {
-  if (t == bool_) return v != 0;
-  if (!is_integer(t)) return v;
-  double m = std::ldexp(1.0, 8 * t.size);
-  double lo = is_signed_integer(t) ? -m / 2 : 0;
-  if (v >= lo && v < lo + m) return v;  // in range (and exact for 64-bit types)
-  double r = std::fmod(v, m);
-  if (r < 0) r += m;
-  if (is_signed_integer(t) && r >= m / 2) r -= m;
-  return r;
-}
-
-Dtype out_dtype(Rule rule, Dtype t) {
-  switch (rule) {
-    case Rule::same: return t;
-    case Rule::float_out: return inexact_type(t);
-    case Rule::boolean: return bool_;
-  }
-  return t;
-}
 
 std::vector<Shape> shapes() { return harness::sweep_shapes(); }
 
