@@ -21,14 +21,12 @@
 #include <type_traits>
 
 #include "tessera/backend/cpu/dispatch.h"
+#include "tessera/backend/cpu/reduce.h"
 #include "tessera/backend/cpu/strided.h"
 #include "tessera/backend/cpu/threading.h"
 #include "tessera/ops/primitives/reduce.h"
 
 namespace tessera {
-
-// Hot leaf loops are compiled for AVX-512 and AVX2 too, chosen at load time.
-#define TESSERA_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 
 namespace cpu {
 
@@ -72,7 +70,7 @@ namespace {
 
 using namespace cpu;
 
-constexpr int64_t kBlock = 2048;       // elements per float block before a float64 combine
+constexpr int64_t kBlock = kReduceBlock;
 constexpr int64_t kParallelWork = 1 << 15;  // elements below which a kernel runs inline
 constexpr int64_t kColumnBlock = 256;       // outputs a column kernel accumulates at once
 

@@ -17,22 +17,17 @@
 #include "tessera/backend/cpu/dispatch.h"
 #include "tessera/backend/cpu/strided.h"
 #include "tessera/backend/cpu/threading.h"
+#include "tessera/backend/cpu/reduce.h"
 #include "tessera/ops/primitives/reduce.h"
 
 namespace tessera {
-
-namespace cpu {
-// Defined in reduce.cpp: NaN-propagating max / min of contiguous floats / doubles.
-template <typename C, bool IsMax>
-C extremum_contiguous(const C* x, int64_t n);
-}  // namespace cpu
 
 namespace {
 
 using namespace cpu;
 
 constexpr int kLanes = 16;
-constexpr int64_t kBlock = 2048;  // elements summed in float before a float64 combine
+constexpr int64_t kBlock = kReduceBlock;
 constexpr int64_t kParallelWork = 1 << 14;
 
 // c ? a : b on the bits: the vectoriser takes float compares in a ternary for
@@ -109,7 +104,6 @@ C lane_sum(const C* e, int64_t n) {
 }
 
 // Hot leaf loops are compiled for AVX-512 and AVX2 too, chosen at load time.
-#define TESSERA_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 
 // The float32 row loops of softmax: e = exp(x - m), returns sum(e); y = e * inv.
 TESSERA_SIMD_CLONES double exp_sum_f32(const float* x, int64_t n, float m, float* e) {
