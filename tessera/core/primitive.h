@@ -74,4 +74,15 @@ class UnaryPrimitive : public Primitive {
 // The one message for a kernel a backend lacks.
 [[noreturn]] void throw_no_implementation(const Primitive& p, const char* backend);
 
+// Defines eval_gpu of a primitive that has no GPU kernel in this build: the
+// one greppable marker of a gap.
+#define TESSERA_NO_GPU(NAME)                                            \
+  void NAME::eval_gpu(const std::vector<array>&, array&) {               \
+    throw_no_implementation(*this, "GPU");                               \
+  }
+#define TESSERA_NO_GPU_MULTI(NAME)                                      \
+  void NAME::eval_gpu(const std::vector<array>&, std::vector<array>&) {  \
+    throw_no_implementation(*this, "GPU");                               \
+  }
+
 }  // namespace tessera

@@ -53,6 +53,7 @@ class Equal : public UnaryPrimitive {
  public:
   Equal(Stream s, bool equal_nan) : UnaryPrimitive(s), equal_nan_(equal_nan) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(Equal)
   bool is_equivalent(const Primitive& other) const override;
 
@@ -66,6 +67,7 @@ class IsClose : public UnaryPrimitive {
   IsClose(Stream s, double rtol, double atol, bool equal_nan)
       : UnaryPrimitive(s), rtol_(rtol), atol_(atol), equal_nan_(equal_nan) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(IsClose)
   bool is_equivalent(const Primitive& other) const override;
 
@@ -79,6 +81,7 @@ class DivMod : public Primitive {
  public:
   using Primitive::Primitive;
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  void eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
   TESSERA_PRIMITIVE_NAME(DivMod)
   bool is_equivalent(const Primitive&) const override { return true; }
 };

@@ -10,6 +10,7 @@ class AsType : public UnaryPrimitive {
  public:
   AsType(Stream s, Dtype dtype) : UnaryPrimitive(s), dtype_(dtype) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(AsType)
   bool is_equivalent(const Primitive& other) const override;
   Dtype dtype() const { return dtype_; }
@@ -23,6 +24,7 @@ class Copy : public UnaryPrimitive {
  public:
   using UnaryPrimitive::UnaryPrimitive;
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(Copy)
   bool is_equivalent(const Primitive& other) const override;
 };
@@ -32,6 +34,7 @@ class Broadcast : public UnaryPrimitive {
  public:
   Broadcast(Stream s, Shape shape) : UnaryPrimitive(s), shape_(std::move(shape)) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(Broadcast)
   bool is_equivalent(const Primitive& other) const override;
   const Shape& shape() const { return shape_; }
@@ -47,6 +50,7 @@ class Contiguous : public UnaryPrimitive {
   Contiguous(Stream s, bool allow_col_major)
       : UnaryPrimitive(s), allow_col_major_(allow_col_major) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(Contiguous)
   bool is_equivalent(const Primitive& other) const override;
 

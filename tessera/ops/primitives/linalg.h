@@ -13,6 +13,7 @@ class Matmul : public UnaryPrimitive {
  public:
   using UnaryPrimitive::UnaryPrimitive;
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(Matmul)
   bool is_equivalent(const Primitive& other) const override;
 };
@@ -23,6 +24,7 @@ class AddMM : public UnaryPrimitive {
  public:
   AddMM(Stream s, float alpha, float beta) : UnaryPrimitive(s), alpha_(alpha), beta_(beta) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(AddMM)
   bool is_equivalent(const Primitive& other) const override;
 

@@ -22,6 +22,7 @@ class Reduce : public UnaryPrimitive {
   Reduce(Stream s, ReduceType type, std::vector<int> axes)
       : UnaryPrimitive(s), type_(type), axes_(std::move(axes)) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(Reduce)
   void print(std::ostream& os) const override;
   bool is_equivalent(const Primitive& other) const override;
@@ -40,6 +41,7 @@ class ArgReduce : public UnaryPrimitive {
 
   ArgReduce(Stream s, ReduceType type, int axis) : UnaryPrimitive(s), type_(type), axis_(axis) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(ArgReduce)
   bool is_equivalent(const Primitive& other) const override;
   ReduceType type() const { return type_; }
@@ -57,6 +59,7 @@ class Variance : public UnaryPrimitive {
   Variance(Stream s, std::vector<int> axes, int ddof, bool take_sqrt)
       : UnaryPrimitive(s), axes_(std::move(axes)), ddof_(ddof), take_sqrt_(take_sqrt) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(Variance)
   bool is_equivalent(const Primitive& other) const override;
 
@@ -71,6 +74,7 @@ class LogSumExp : public UnaryPrimitive {
  public:
   LogSumExp(Stream s, std::vector<int> axes) : UnaryPrimitive(s), axes_(std::move(axes)) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(LogSumExp)
   bool is_equivalent(const Primitive& other) const override;
 
@@ -85,6 +89,7 @@ class Softmax : public UnaryPrimitive {
   Softmax(Stream s, std::vector<int> axes, bool precise)
       : UnaryPrimitive(s), axes_(std::move(axes)), precise_(precise) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(Softmax)
   bool is_equivalent(const Primitive& other) const override;
 
@@ -100,6 +105,7 @@ class Trace : public UnaryPrimitive {
   Trace(Stream s, int offset, int axis1, int axis2)
       : UnaryPrimitive(s), offset_(offset), axis1_(axis1), axis2_(axis2) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(Trace)
   bool is_equivalent(const Primitive& other) const override;
 

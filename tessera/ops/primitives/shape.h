@@ -10,6 +10,7 @@ class Transpose : public UnaryPrimitive {
  public:
   Transpose(Stream s, std::vector<int> axes) : UnaryPrimitive(s), axes_(std::move(axes)) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(Transpose)
   bool is_equivalent(const Primitive& other) const override;
   const std::vector<int>& axes() const { return axes_; }
@@ -26,6 +27,7 @@ class Slice : public UnaryPrimitive {
       : UnaryPrimitive(s), start_(std::move(start)), stop_(std::move(stop)),
         strides_(std::move(strides)) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(Slice)
   bool is_equivalent(const Primitive& other) const override;
   const Shape& start() const { return start_; }
@@ -43,6 +45,7 @@ class Reshape : public UnaryPrimitive {
  public:
   Reshape(Stream s, Shape shape) : UnaryPrimitive(s), shape_(std::move(shape)) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(Reshape)
   bool is_equivalent(const Primitive& other) const override;
 
@@ -58,6 +61,7 @@ class DynamicSlice : public UnaryPrimitive {
   DynamicSlice(Stream s, std::vector<int> axes, Shape slice_size)
       : UnaryPrimitive(s), axes_(std::move(axes)), slice_size_(std::move(slice_size)) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(DynamicSlice)
   bool is_equivalent(const Primitive& other) const override;
   const std::vector<int>& axes() const { return axes_; }
@@ -77,6 +81,7 @@ class SliceUpdate : public UnaryPrimitive {
       : UnaryPrimitive(s), start_(std::move(start)), stop_(std::move(stop)),
         strides_(std::move(strides)) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(SliceUpdate)
   bool is_equivalent(const Primitive& other) const override;
   const Shape& start() const { return start_; }
@@ -95,6 +100,7 @@ class DynamicSliceUpdate : public UnaryPrimitive {
   DynamicSliceUpdate(Stream s, std::vector<int> axes)
       : UnaryPrimitive(s), axes_(std::move(axes)) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(DynamicSliceUpdate)
   bool is_equivalent(const Primitive& other) const override;
   const std::vector<int>& axes() const { return axes_; }
@@ -109,6 +115,7 @@ class Concatenate : public UnaryPrimitive {
  public:
   Concatenate(Stream s, int axis) : UnaryPrimitive(s), axis_(axis) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(Concatenate)
   bool is_equivalent(const Primitive& other) const override;
   int axis() const { return axis_; }
@@ -127,6 +134,7 @@ class Pad : public UnaryPrimitive {
       : UnaryPrimitive(s), axes_(std::move(axes)), low_(std::move(low)), high_(std::move(high)),
         mode_(mode) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(Pad)
   bool is_equivalent(const Primitive& other) const override;
   const std::vector<int>& axes() const { return axes_; }
@@ -147,6 +155,7 @@ class Diagonal : public UnaryPrimitive {
   Diagonal(Stream s, int offset, int axis1, int axis2)
       : UnaryPrimitive(s), offset_(offset), axis1_(axis1), axis2_(axis2) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(Diagonal)
   bool is_equivalent(const Primitive& other) const override;
   int offset() const { return offset_; }

@@ -22,6 +22,7 @@ namespace detail {
    public:                                                               \
     using UnaryPrimitive::UnaryPrimitive;                                \
     void eval_cpu(const std::vector<array>& inputs, array& out) override; \
+    void eval_gpu(const std::vector<array>& inputs, array& out) override; \
     TESSERA_PRIMITIVE_NAME(NAME)                                         \
     bool is_equivalent(const Primitive&) const override { return true; } \
   };
@@ -80,6 +81,7 @@ class Round : public UnaryPrimitive {
  public:
   Round(Stream s, int decimals) : UnaryPrimitive(s), decimals_(decimals) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(Round)
   bool is_equivalent(const Primitive& other) const override;
   int decimals() const { return decimals_; }
@@ -95,6 +97,7 @@ class NanToNum : public UnaryPrimitive {
   NanToNum(Stream s, float nan, std::optional<float> posinf, std::optional<float> neginf)
       : UnaryPrimitive(s), nan_(nan), posinf_(posinf), neginf_(neginf) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(NanToNum)
   bool is_equivalent(const Primitive& other) const override;
 
