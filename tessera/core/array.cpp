@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "tessera/backend/cpu/copy.h"
+#include "tessera/backend/gpu.h"
 #include "tessera/backend/cpu/dispatch.h"
 #include "tessera/core/eval.h"
 #include "tessera/core/primitive.h"
@@ -142,6 +143,7 @@ array::array(void* data, Shape shape, Dtype dtype, const std::function<void(void
     : array(Empty{}, std::move(shape), dtype) {
   auto* storage = new allocator::BufferStorage{data, nbytes(), nbytes()};
   set_data(allocator::Buffer(storage), [deleter](allocator::Buffer b) {
+    if (b.storage()->device) gpu::release_device(b.storage());
     if (deleter) deleter(b.raw_ptr());
     delete b.storage();
   });
@@ -221,6 +223,8 @@ void* array::raw_data() const {
   if (!desc_->data) {
     throw std::runtime_error("[array::data] the array has no data: evaluate it first");
   }
+  auto* storage = desc_->data->buffer.storage();
+  if (storage && !storage->host_valid) gpu::make_host_valid(storage);
   return static_cast<char*>(desc_->data->buffer.raw_ptr()) + desc_->offset * itemsize();
 }
 

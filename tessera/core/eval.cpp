@@ -4,6 +4,7 @@
 #include <optional>
 #include <utility>
 
+#include "tessera/backend/gpu.h"
 #include "tessera/core/primitive.h"
 #include "tessera/core/scheduler.h"
 
@@ -69,6 +70,14 @@ struct NodeTask {
       try {
         if (primitive->device() == Device::cpu) {
           primitive->eval_cpu(inputs, outputs);
+          // The CPU may have written the outputs' buffers (also donated ones
+          // that have a device copy): the host copy is now the valid one.
+          for (auto& out : outputs) {
+            if (out.has_data()) {
+              auto* st = out.buffer().storage();
+              if (st && st->device) gpu::host_written(st);
+            }
+          }
         } else {
           primitive->eval_gpu(inputs, outputs);
         }

@@ -1,5 +1,9 @@
 #include "tessera/core/scheduler.h"
 
+#include <algorithm>
+
+#include "tessera/backend/gpu.h"
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -137,13 +141,20 @@ struct StreamRegistry {
   std::vector<Stream> streams;
   std::vector<std::unique_ptr<StreamWorker>> workers;  // indexed by stream index
   Device default_device{Device::cpu};
-  std::vector<Stream> default_streams;  // one per device type (cpu, gpu)
+  std::vector<Stream> default_streams;  // indexed by device type (cpu, gpu)
 
-  StreamRegistry() { default_streams.push_back(create(Device::cpu)); }
+  StreamRegistry() {
+    default_streams.push_back(create(Device::cpu));
+    if (gpu::device_count() > 0) {
+      default_streams.push_back(create(Device::gpu));
+      default_device = Device::gpu;
+    }
+  }
 
   Stream create(Device d) {
     std::lock_guard l(mutex);
     Stream s(static_cast<int>(streams.size()), d);
+    if (d.type == Device::gpu) gpu::stream_created(s);
     streams.push_back(s);
     workers.push_back(std::make_unique<StreamWorker>(s.index));
     return s;
@@ -212,18 +223,24 @@ void set_default_device(const Device& d) {
   registry().default_device = d;
 }
 
-bool is_available(const Device& d) { return d.type == Device::cpu && d.index == 0; }
+bool is_available(const Device& d) {
+  if (d.type == Device::cpu) return d.index == 0;
+  // One GPU per process for now: the GPU backend drives device 0.
+  return d.index == 0 && gpu::device_count() > 0;
+}
 
-int device_count(Device::DeviceType type) { return type == Device::cpu ? 1 : 0; }
+int device_count(Device::DeviceType type) {
+  return type == Device::cpu ? 1 : std::min(gpu::device_count(), 1);
+}
 
 Stream default_stream(Device d) {
   check_device("default_stream", d);
-  return registry().default_streams[0];
+  return registry().default_streams[static_cast<int>(d.type)];
 }
 
 void set_default_stream(Stream s) {
   check_device("set_default_stream", s.device);
-  registry().default_streams[0] = s;
+  registry().default_streams[static_cast<int>(s.device.type)] = s;
 }
 
 Stream new_stream(Device d) {
@@ -249,6 +266,7 @@ Stream to_stream(StreamOrDevice s, Device default_dev) {
 void synchronize(Stream s) {
   auto& w = registry().worker(s.index);
   w.wait_for(w.next_seq() - 1);
+  if (s.device == Device::gpu) gpu::synchronize(s);
 }
 
 void synchronize() {

@@ -1,5 +1,7 @@
 #include "tessera/memory/allocator.h"
 
+#include "tessera/backend/gpu.h"
+
 #include <unistd.h>
 
 #include <cstdlib>
@@ -66,12 +68,13 @@ class HostAllocator {
                                    std::to_string(size) + " bytes");
         }
       }
-      s = static_cast<BufferStorage*>(p);
-      s->host = static_cast<char*>(p) + kHeader;
-      s->capacity = cap;
+      s = new (p) BufferStorage{static_cast<char*>(p) + kHeader, size, cap};
       lock.lock();
     }
     s->size = size;
+    s->host_valid = true;
+    s->device_valid = false;
+    s->device_stream = -1;
     active_ += cap;
     if (active_ > peak_) peak_ = active_;
     return Buffer(s);
@@ -80,6 +83,7 @@ class HostAllocator {
   void free(Buffer b) {
     BufferStorage* s = b.storage();
     if (!s) return;
+    if (s->device) gpu::release_device(s);
     std::lock_guard lock(mutex_);
     active_ -= s->capacity;
     if (cache_limit_ == 0) {
@@ -183,14 +187,20 @@ void free(Buffer buffer) { host_allocator().free(buffer); }
 
 namespace tessera {
 
-size_t get_active_memory() { return allocator::host_allocator().active(); }
-size_t get_peak_memory() { return allocator::host_allocator().peak(); }
-void reset_peak_memory() { allocator::host_allocator().reset_peak(); }
-size_t get_cache_memory() { return allocator::host_allocator().cache(); }
+size_t get_active_memory() { return allocator::host_allocator().active() + gpu::active_memory(); }
+size_t get_peak_memory() { return allocator::host_allocator().peak() + gpu::peak_memory(); }
+void reset_peak_memory() {
+  allocator::host_allocator().reset_peak();
+  gpu::reset_peak_memory();
+}
+size_t get_cache_memory() { return allocator::host_allocator().cache() + gpu::cache_memory(); }
 size_t get_memory_limit() { return allocator::host_allocator().memory_limit(); }
 size_t set_memory_limit(size_t limit) { return allocator::host_allocator().set_memory_limit(limit); }
 size_t set_cache_limit(size_t limit) { return allocator::host_allocator().set_cache_limit(limit); }
 size_t set_wired_limit(size_t) { return 0; }
-void clear_cache() { allocator::host_allocator().clear(); }
+void clear_cache() {
+  allocator::host_allocator().clear();
+  gpu::clear_cache();
+}
 
 }  // namespace tessera

@@ -20,6 +20,12 @@ struct BufferStorage {
   void* host;        // start of the data (64-byte aligned)
   size_t size;       // bytes requested by the user of the buffer
   size_t capacity;   // bytes available behind host (the cache's size class)
+
+  // Residency (GPU builds, see Note [Residency] in backend/cuda/device.h).
+  void* device = nullptr;    // device copy, or null
+  bool host_valid = true;
+  bool device_valid = false;
+  int device_stream = -1;    // stream index of the last GPU work on the device copy
 };
 
 class Buffer {

@@ -1,0 +1,23 @@
+// A build without CUDA: no GPU, and buffers only ever have a host copy.
+#include "tessera/backend/gpu.h"
+
+#include <stdexcept>
+
+namespace tessera::gpu {
+
+int device_count() { return 0; }
+void stream_created(const Stream&) { throw std::logic_error("[gpu] no GPU stream can exist (bug)"); }
+void synchronize(const Stream&) {}
+void make_host_valid(allocator::BufferStorage*) {
+  throw std::logic_error("[gpu] a buffer without a device copy is always valid on the host (bug)");
+}
+void host_written(allocator::BufferStorage*) {}
+void release_device(allocator::BufferStorage*) {}
+size_t active_memory() { return 0; }
+size_t cache_memory() { return 0; }
+size_t peak_memory() { return 0; }
+void reset_peak_memory() {}
+void clear_cache() {}
+DeviceInfo device_info(int) { throw std::invalid_argument("[device_info] there is no GPU"); }
+
+}  // namespace tessera::gpu
