@@ -1,0 +1,145 @@
+#include "tessera/backend/common/views.h"
+
+namespace tessera::views {
+
+namespace {
+
+// The strides that view (shape, strides) as new_shape without moving data, if
+// there are any (NumPy's no-copy reshape): each group of old axes that merges
+// into or splits from new axes must be contiguous within itself.
+bool reshape_strides(const Shape& shape, const Strides& strides, const Shape& new_shape,
+                     Strides& out) {
+  Shape old_dims;
+  Strides old_strides;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] != 1) {
+      old_dims.push_back(shape[i]);
+      old_strides.push_back(strides[i]);
+    }
+  }
+  const int old_nd = static_cast<int>(old_dims.size());
+  const int new_nd = static_cast<int>(new_shape.size());
+  out.assign(new_nd, 1);
+  int oi = 0, oj = 1, ni = 0, nj = 1;
+  while (ni < new_nd && oi < old_nd) {
+    int64_t np = new_shape[ni], op = old_dims[oi];
+    while (np != op) {
+      if (np < op) {
+        np *= new_shape[nj++];
+      } else {
+        op *= old_dims[oj++];
+      }
+    }
+    for (int ok = oi; ok < oj - 1; ++ok) {
+      if (old_strides[ok] != old_dims[ok + 1] * old_strides[ok + 1]) return false;
+    }
+    out[nj - 1] = old_strides[oj - 1];
+    for (int nk = nj - 1; nk > ni; --nk) out[nk - 1] = out[nk] * new_shape[nk];
+    ni = nj++;
+    oi = oj++;
+  }
+  return true;
+}
+
+}  // namespace
+
+array view_of(const array& base, const Shape& shape, const Strides& strides, int64_t offset) {
+  array v(shape, base.dtype(), nullptr, {});
+  v.copy_shared_buffer(base, strides, compute_flags(shape, strides),
+                       compute_data_size(shape, strides), offset);
+  return v;
+}
+
+void set_view(const array& in, array& out, const Strides& strides, int64_t offset) {
+  if (out.size() == 0) {
+    out.set_data(allocator::malloc(0));
+    return;
+  }
+  out.copy_shared_buffer(in, strides, compute_flags(out.shape(), strides),
+                         compute_data_size(out.shape(), strides), offset);
+}
+
+void broadcast(const array& in, array& out) {
+  Strides strides(out.ndim(), 0);
+  int diff = static_cast<int>(out.ndim() - in.ndim());
+  for (int i = static_cast<int>(in.ndim()) - 1; i >= 0; --i) {
+    strides[i + diff] = in.shape(i) == 1 ? 0 : in.strides()[i];
+  }
+  Flags flags = compute_flags(out.shape(), strides);
+  if (out.size() > in.size()) flags.contiguous = flags.row_contiguous = flags.col_contiguous = false;
+  out.copy_shared_buffer(in, strides, flags, in.data_size());
+}
+
+void transpose(const array& in, array& out, const std::vector<int>& axes) {
+  Strides strides(axes.size());
+  for (size_t i = 0; i < axes.size(); ++i) strides[i] = in.strides()[axes[i]];
+  out.copy_shared_buffer(in, strides, compute_flags(out.shape(), strides), in.data_size());
+}
+
+void slice(const array& in, array& out, const Shape& start, const Shape& steps) {
+  Strides strides(in.ndim());
+  int64_t offset = 0;
+  for (size_t i = 0; i < in.ndim(); ++i) {
+    offset += int64_t(start[i]) * in.strides()[i];
+    strides[i] = in.strides()[i] * steps[i];
+  }
+  set_view(in, out, strides, offset);
+}
+
+bool reshape(const array& in, array& out) {
+  if (out.size() == 0) {
+    out.set_data(allocator::malloc(0));
+    return true;
+  }
+  Strides strides;
+  if (in.flags().row_contiguous) {
+    strides = row_major_strides(out.shape());
+  } else if (!reshape_strides(in.shape(), in.strides(), out.shape(), strides)) {
+    return false;
+  }
+  out.copy_shared_buffer(in, strides, compute_flags(out.shape(), strides), in.data_size());
+  return true;
+}
+
+void diagonal(const array& in, array& out, int offset, int axis1, int axis2) {
+  Strides strides;
+  for (int d = 0; d < static_cast<int>(in.ndim()); ++d) {
+    if (d != axis1 && d != axis2) strides.push_back(in.strides()[d]);
+  }
+  strides.push_back(in.strides()[axis1] + in.strides()[axis2]);
+  int64_t start = offset >= 0 ? int64_t(offset) * in.strides()[axis2]
+                              : -int64_t(offset) * in.strides()[axis1];
+  set_view(in, out, strides, start);
+}
+
+bool reinterpret(const array& in, array& out) {
+  const int64_t in_size = in.itemsize(), out_size = out.itemsize();
+  if (in_size == out_size) {
+    out.copy_shared_buffer(in);
+    return true;
+  }
+  if (out.size() == 0) {
+    out.set_data(allocator::malloc(0));
+    return true;
+  }
+  const int nd = static_cast<int>(in.ndim());
+  if (in.shape(nd - 1) != 1 && in.strides()[nd - 1] != 1) return false;
+  for (int d = 0; d + 1 < nd; ++d) {
+    if ((in.strides()[d] * in_size) % out_size != 0) return false;
+  }
+  if ((in.offset() * in_size) % out_size != 0) return false;
+  Strides strides(nd);
+  for (int d = 0; d + 1 < nd; ++d) strides[d] = in.strides()[d] * in_size / out_size;
+  strides[nd - 1] = 1;
+  int64_t offset = in.offset() * in_size / out_size - in.offset();
+  out.copy_shared_buffer(in, strides, compute_flags(out.shape(), strides),
+                         compute_data_size(out.shape(), strides), offset);
+  return true;
+}
+
+void as_strided(const array& in, array& out, const Strides& strides, int64_t offset) {
+  out.copy_shared_buffer(in, strides, compute_flags(out.shape(), strides),
+                         compute_data_size(out.shape(), strides), offset);
+}
+
+}  // namespace tessera::views

@@ -1,0 +1,40 @@
+// Views shared by every backend: the primitives whose kernels only compute a
+// new shape, strides and offset over the input's buffer (see Note [Strides and
+// flags]). Both eval_cpu and eval_gpu call these; nothing here touches data.
+//
+//   void Transpose::eval_gpu(const std::vector<array>& inputs, array& out) {
+//     views::transpose(inputs[0], out, axes_);
+//   }
+#pragma once
+
+#include <vector>
+
+#include "tessera/core/array.h"
+
+namespace tessera::views {
+
+// A view of base's buffer (offset in elements, relative to base's offset).
+array view_of(const array& base, const Shape& shape, const Strides& strides, int64_t offset);
+
+// out as a view of in (an empty out gets an empty buffer of its own).
+void set_view(const array& in, array& out, const Strides& strides, int64_t offset);
+
+// in broadcast to out's shape (stride 0 on new and size-1 axes).
+void broadcast(const array& in, array& out);
+// Output axis i is input axis axes[i].
+void transpose(const array& in, array& out, const std::vector<int>& axes);
+// Elements start[i], start[i] + steps[i], ... on each axis.
+void slice(const array& in, array& out, const Shape& start, const Shape& steps);
+// out as a view of in in out's shape when in's strides allow it (always for
+// row-contiguous in); false when in must first be made row-contiguous.
+bool reshape(const array& in, array& out);
+// The diagonals of the (axis1, axis2) planes as the last axis.
+void diagonal(const array& in, array& out, int offset, int axis1, int axis2);
+// in's bytes read as out's dtype; false when in's layout does not allow it
+// (the last axis must be dense and the other strides and the offset whole
+// numbers of output elements), in which case view a row-contiguous copy.
+bool reinterpret(const array& in, array& out);
+// out's shape with the given strides and offset (elements) over in's buffer.
+void as_strided(const array& in, array& out, const Strides& strides, int64_t offset);
+
+}  // namespace tessera::views

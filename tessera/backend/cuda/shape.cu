@@ -1,0 +1,228 @@
+// eval_gpu of the shape primitives: views through backend/common/views.h,
+// copies through the GPU copy (copy.h).
+#include <algorithm>
+
+#include "tessera/backend/common/views.h"
+#include "tessera/backend/cuda/copy.h"
+#include "tessera/backend/cuda/device.h"
+#include "tessera/ops/primitives/shape.h"
+
+namespace tessera {
+
+namespace {
+
+// Where the start of each dynamic axis is read and how it is clamped.
+constexpr int kMaxDynamicAxes = 16;
+struct DynamicStarts {
+  int n;
+  int64_t index_loc[kMaxDynamicAxes];  // element of the index array
+  int64_t window[kMaxDynamicAxes];
+  int64_t extent[kMaxDynamicAxes];
+  int64_t stride[kMaxDynamicAxes];  // of the array the window is in
+};
+
+// *offset = sum of clamped start * stride, the starts read from idx (as in the
+// CPU's clamp_start: negative counts from the end, then the window must fit).
+template <typename T>
+__global__ void dynamic_offset_kernel(const T* idx, DynamicStarts p, int64_t* offset) {
+  int64_t off = 0;
+  for (int i = 0; i < p.n; ++i) {
+    int64_t start = gpu::cast_to<int64_t>(idx[p.index_loc[i]]);
+    if (start < 0) start += p.extent[i];
+    start = max(int64_t(0), min(start, p.extent[i] - p.window[i]));
+    off += start * p.stride[i];
+  }
+  *offset = off;
+}
+
+// A device int64 holding the element offset of a window of `window` (on the
+// axes) in an array of `extent` with `strides`, its starts read from `starts`
+// on the device (no host synchronisation).
+const int64_t* dynamic_offset(const array& starts, const std::vector<int>& axes,
+                              const Shape& window, const Shape& extent, const Strides& strides,
+                              const Stream& s, const char* op) {
+  if (axes.size() > size_t(kMaxDynamicAxes)) {
+    throw std::invalid_argument(std::string("[") + op +
+                                "] more than 16 dynamic axes are not supported on the GPU");
+  }
+  DynamicStarts p{};
+  p.n = static_cast<int>(axes.size());
+  for (int i = 0; i < p.n; ++i) {
+    int64_t loc = 0, rem = i;
+    for (int d = static_cast<int>(starts.ndim()) - 1; d >= 0; --d) {
+      loc += (rem % starts.shape(d)) * starts.strides()[d];
+      rem /= starts.shape(d);
+    }
+    p.index_loc[i] = loc;
+    p.window[i] = window[axes[i]];
+    p.extent[i] = extent[axes[i]];
+    p.stride[i] = strides[axes[i]];
+  }
+  auto* offset = static_cast<int64_t*>(gpu::scratch(sizeof(int64_t), s));
+  const void* idx = gpu::device_ptr(starts, s);
+  gpu::dispatch_device(starts.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    dynamic_offset_kernel<T><<<1, 1, 0, gpu::cuda_stream(s)>>>(static_cast<const T*>(idx), p, offset);
+  });
+  gpu::check_launch(op);
+  return offset;
+}
+
+char* at(void* base, int64_t offset, const array& a) {
+  return static_cast<char*>(base) + offset * int64_t(a.itemsize());
+}
+
+// out = src with the region (start, steps; update's shape), moved by the
+// device offset dyn when given, replaced by update.
+void slice_update_gpu(const array& src, const array& update, array& out, const Shape& start,
+                      const Shape& steps, const array* dyn_starts,
+                      const std::vector<int>* dyn_axes, const Stream& s, const char* op) {
+  void* base;
+  if (src.is_donatable() && src.flags().contiguous && src.data_size() == src.size()) {
+    array donor = src;
+    out.move_shared_buffer(donor);
+    base = gpu::writable_device_ptr(out, s);
+  } else {
+    base = gpu::allocate_output(out, s);
+    if (src.size() > 0) {
+      gpu::copy_gpu(src.shape(), gpu::device_ptr(src, s), src.dtype(), src.strides(), base,
+                    out.dtype(), out.strides(), s, op);
+    }
+  }
+  if (update.size() == 0) return;
+  Strides strides(out.ndim());
+  int64_t offset = 0;
+  for (size_t i = 0; i < out.ndim(); ++i) {
+    offset += int64_t(start[i]) * out.strides()[i];
+    strides[i] = out.strides()[i] * steps[i];
+  }
+  const int64_t* dyn = nullptr;
+  if (dyn_starts) {
+    dyn = dynamic_offset(*dyn_starts, *dyn_axes, update.shape(), out.shape(), out.strides(), s, op);
+  }
+  gpu::copy_gpu(update.shape(), gpu::device_ptr(update, s), update.dtype(), update.strides(),
+                at(base, offset, out), out.dtype(), strides, s, op, nullptr, dyn);
+}
+
+}  // namespace
+
+void Transpose::eval_gpu(const std::vector<array>& inputs, array& out) {
+  views::transpose(inputs[0], out, axes_);
+}
+
+void Slice::eval_gpu(const std::vector<array>& inputs, array& out) {
+  views::slice(inputs[0], out, start_, strides_);
+}
+
+void Reshape::eval_gpu(const std::vector<array>& inputs, array& out) {
+  if (!views::reshape(inputs[0], out)) {
+    gpu::copy_gpu_to_row_contiguous(inputs[0], out, stream(), "Reshape");
+  }
+}
+
+// On the GPU the window's start is known only on the device, so the window is
+// copied (a view would need the start on the host).
+void DynamicSlice::eval_gpu(const std::vector<array>& inputs, array& out) {
+  const array& in = inputs[0];
+  auto& s = stream();
+  void* dst = gpu::allocate_output(out, s);
+  if (out.size() == 0) return;
+  const int64_t* dyn =
+      dynamic_offset(inputs[1], axes_, slice_size_, in.shape(), in.strides(), s, "DynamicSlice");
+  gpu::copy_gpu(out.shape(), gpu::device_ptr(in, s), in.dtype(), in.strides(), dst, out.dtype(),
+                out.strides(), s, "DynamicSlice", dyn, nullptr);
+}
+
+void SliceUpdate::eval_gpu(const std::vector<array>& inputs, array& out) {
+  slice_update_gpu(inputs[0], inputs[1], out, start_, strides_, nullptr, nullptr, stream(),
+                   "SliceUpdate");
+}
+
+void DynamicSliceUpdate::eval_gpu(const std::vector<array>& inputs, array& out) {
+  const Shape zeros(out.ndim(), 0), ones(out.ndim(), 1);
+  slice_update_gpu(inputs[0], inputs[1], out, zeros, ones, &inputs[2], &axes_, stream(),
+                   "DynamicSliceUpdate");
+}
+
+void Concatenate::eval_gpu(const std::vector<array>& inputs, array& out) {
+  auto& s = stream();
+  void* base = gpu::allocate_output(out, s);
+  int64_t pos = 0;
+  for (auto& in : inputs) {
+    if (in.size() > 0) {
+      gpu::copy_gpu(in.shape(), gpu::device_ptr(in, s), in.dtype(), in.strides(),
+                    at(base, pos * out.strides()[axis_], out), out.dtype(), out.strides(), s,
+                    "Concatenate");
+    }
+    pos += in.shape(axis_);
+  }
+}
+
+void Pad::eval_gpu(const std::vector<array>& inputs, array& out) {
+  const array& in = inputs[0];
+  auto& s = stream();
+  void* base = gpu::allocate_output(out, s);
+  if (out.size() == 0) return;
+  const Strides& strides = out.strides();
+  const Dtype t = out.dtype();
+  int64_t interior = 0;
+  for (size_t i = 0; i < axes_.size(); ++i) interior += int64_t(low_[i]) * strides[axes_[i]];
+  if (in.size() > 0) {
+    gpu::copy_gpu(in.shape(), gpu::device_ptr(in, s), in.dtype(), in.strides(),
+                  at(base, interior, out), t, strides, s, "Pad");
+  }
+  // Copies within out: the source a slab broadcast along ax (stride 0).
+  auto within = [&](const Shape& shape, const Strides& src_strides, int64_t src_off,
+                    int64_t dst_off) {
+    gpu::copy_gpu(shape, at(base, src_off, out), t, src_strides, at(base, dst_off, out), t,
+                  strides, s, "Pad");
+  };
+
+  if (mode_ == Mode::constant) {
+    const array& value = inputs[1];
+    const void* v = gpu::device_ptr(value, s);
+    for (size_t i = 0; i < axes_.size(); ++i) {
+      int ax = axes_[i];
+      Shape shape = out.shape();
+      auto fill = [&](int64_t offset) {
+        gpu::copy_gpu(shape, v, value.dtype(), Strides(shape.size(), 0), at(base, offset, out), t,
+                      strides, s, "Pad");
+      };
+      if (low_[i] > 0) {
+        shape[ax] = low_[i];
+        fill(0);
+      }
+      if (high_[i] > 0) {
+        shape[ax] = high_[i];
+        fill(int64_t(low_[i] + in.shape(ax)) * strides[ax]);
+      }
+    }
+    return;
+  }
+  // Edge: as on the CPU, axis by axis.
+  Shape cur = in.shape();
+  int64_t cur_offset = interior;
+  for (size_t i = 0; i < axes_.size(); ++i) {
+    int ax = axes_[i];
+    int64_t n = in.shape(ax);
+    Strides edge = strides;
+    edge[ax] = 0;
+    Shape shape = cur;
+    if (low_[i] > 0) {
+      shape[ax] = low_[i];
+      within(shape, edge, cur_offset, cur_offset - low_[i] * strides[ax]);
+    }
+    if (high_[i] > 0) {
+      shape[ax] = high_[i];
+      within(shape, edge, cur_offset + (n - 1) * strides[ax], cur_offset + n * strides[ax]);
+    }
+    cur[ax] = out.shape(ax);
+    cur_offset -= low_[i] * strides[ax];
+  }
+}
+
+void Diagonal::eval_gpu(const std::vector<array>& inputs, array& out) {
+  views::diagonal(inputs[0], out, offset_, axis1_, axis2_);
+}
+
+}  // namespace tessera
