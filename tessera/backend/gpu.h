@@ -19,6 +19,8 @@ int device_count();
 void stream_created(const Stream& s);
 // Blocks until the GPU has run all work queued on s.
 void synchronize(const Stream& s);
+// After a task's eval_gpu: frees the scratch memory it took (stream-ordered).
+void task_done(const Stream& s);
 
 // Residency hooks, see Note [Residency] in backend/cuda/device.h.
 // Makes the host copy of a buffer valid (copies the device copy back).

@@ -80,6 +80,7 @@ struct NodeTask {
           }
         } else {
           primitive->eval_gpu(inputs, outputs);
+          gpu::task_done(primitive->stream());
         }
       } catch (...) {
         error = std::current_exception();

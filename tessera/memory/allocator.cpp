@@ -84,6 +84,11 @@ class HostAllocator {
     BufferStorage* s = b.storage();
     if (!s) return;
     if (s->device) gpu::release_device(s);
+    if (s->separate_host) {
+      std::free(s->host);
+      delete s;
+      return;
+    }
     std::lock_guard lock(mutex_);
     active_ -= s->capacity;
     if (cache_limit_ == 0) {

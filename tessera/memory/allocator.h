@@ -26,6 +26,9 @@ struct BufferStorage {
   bool host_valid = true;
   bool device_valid = false;
   int device_stream = -1;    // stream index of the last GPU work on the device copy
+  // Storage made by the GPU backend for a device-born buffer: the header is a
+  // separate object and the host copy is allocated when first needed.
+  bool separate_host = false;
 };
 
 class Buffer {

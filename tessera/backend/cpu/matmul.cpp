@@ -6,7 +6,7 @@
 // the batch strides, so broadcast batch axes (stride 0) cost nothing. Anything
 // else, and float16 / bfloat16 (computed in float32), is copied once into a
 // compact buffer that keeps broadcast batch axes unexpanded.
-#include <cblas.h>
+#include "tessera/backend/cpu/cblas.h"
 
 #include <algorithm>
 #include <climits>

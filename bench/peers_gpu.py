@@ -1,0 +1,96 @@
+"""The PyTorch side of bench/bench_gpu.cpp: same ops, sizes and output format."""
+import json
+import sys
+import time
+
+import torch
+
+
+def time_median(f, reps=7, warmup=2):
+    for _ in range(warmup):
+        f()
+    torch.cuda.synchronize()
+    t = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        f()
+        torch.cuda.synchronize()
+        t.append(time.perf_counter() - t0)
+    t.sort()
+    return t[len(t) // 2]
+
+
+def report(name, seconds, work, unit):
+    print(json.dumps({"name": name, "seconds": seconds, "work": work, "unit": unit}), flush=True)
+
+
+def filled(shape, dtype=torch.float32):
+    n = 1
+    for s in shape:
+        n *= s
+    a = (torch.arange(n, device="cuda", dtype=torch.int32) % 1021).float() / 1021.0
+    return a.reshape(shape).to(dtype)
+
+
+def wanted(name):
+    return len(sys.argv) < 2 or any(a in name for a in sys.argv[1:])
+
+
+def main():
+    torch.backends.cuda.matmul.allow_tf32 = False
+    n28, f32 = 1 << 28, 4.0
+    if wanted("copy_f32_2^28"):
+        a = filled((n28,))
+        report("copy_f32_2^28", time_median(lambda: a.clone()), 2 * f32 * n28, "byte")
+    if wanted("add_f32_2^28"):
+        a, b = filled((n28,)), filled((n28,))
+        report("add_f32_2^28", time_median(lambda: a + b), 3 * f32 * n28, "byte")
+    if wanted("multiply_f32_2^28"):
+        a, b = filled((n28,)), filled((n28,))
+        report("multiply_f32_2^28", time_median(lambda: a * b), 3 * f32 * n28, "byte")
+    R, C = 8192, 32768
+    if wanted("broadcast_add_8192x32768"):
+        a, b = filled((R, C)), filled((C,))
+        report("broadcast_add_8192x32768", time_median(lambda: a + b), f32 * (2.0 * R * C + C), "byte")
+    if wanted("transpose_copy_8192x32768"):
+        a = filled((R, C))
+        report("transpose_copy_8192x32768", time_median(lambda: a.t().contiguous()), 2 * f32 * R * C, "byte")
+    if wanted("sum_all_f32_2^28"):
+        a = filled((n28,))
+        report("sum_all_f32_2^28", time_median(lambda: a.sum()), f32 * n28, "byte")
+    if wanted("sum_rows_8192x32768"):
+        a = filled((R, C))
+        report("sum_rows_8192x32768", time_median(lambda: a.sum(1)), f32 * R * C, "byte")
+    if wanted("sum_cols_8192x32768"):
+        a = filled((R, C))
+        report("sum_cols_8192x32768", time_median(lambda: a.sum(0)), f32 * R * C, "byte")
+    if wanted("softmax_rows_8192x32768"):
+        a = filled((R, C))
+        report("softmax_rows_8192x32768", time_median(lambda: torch.softmax(a, -1)), 2 * f32 * R * C, "byte")
+    if wanted("matmul_bf16_8192"):
+        a, b = filled((8192, 8192), torch.bfloat16), filled((8192, 8192), torch.bfloat16)
+        report("matmul_bf16_8192", time_median(lambda: a @ b, 5, 2), 2.0 * 8192 ** 3, "flop")
+    if wanted("matmul_f32_4096"):
+        a, b = filled((4096, 4096)), filled((4096, 4096))
+        report("matmul_f32_4096", time_median(lambda: a @ b, 5, 2), 2.0 * 4096 ** 3, "flop")
+    if wanted("host_to_gpu_op_1GiB"):
+        n = 1 << 28
+
+        def op():
+            h = torch.ones(n, dtype=torch.float32)
+            return (h.to("cuda") * 2.0)
+        report("host_to_gpu_op_1GiB", time_median(op, 5, 1), f32 * n, "byte")
+    if wanted("dispatch_chain_10000"):
+        n = 10000
+        one = filled((1,))
+
+        def chain():
+            x = one
+            for _ in range(n):
+                x = x + one
+            return x
+        report("dispatch_chain_10000", time_median(chain) / n, 1, "op")
+
+
+if __name__ == "__main__":
+    main()
