@@ -1,4 +1,5 @@
 // eval_cpu of AsType, Copy, Broadcast, Contiguous.
+#include "tessera/backend/common/views.h"
 #include "tessera/backend/cpu/copy.h"
 #include "tessera/ops/primitives/copy.h"
 
@@ -28,15 +29,7 @@ void Copy::eval_cpu(const std::vector<array>& inputs, array& out) {
 }
 
 void Broadcast::eval_cpu(const std::vector<array>& inputs, array& out) {
-  const array& in = inputs[0];
-  Strides strides(out.ndim(), 0);
-  int diff = static_cast<int>(out.ndim() - in.ndim());
-  for (int i = static_cast<int>(in.ndim()) - 1; i >= 0; --i) {
-    strides[i + diff] = in.shape(i) == 1 ? 0 : in.strides()[i];
-  }
-  Flags flags = compute_flags(out.shape(), strides);
-  if (out.size() > in.size()) flags.contiguous = flags.row_contiguous = flags.col_contiguous = false;
-  out.copy_shared_buffer(in, strides, flags, in.data_size());
+  views::broadcast(inputs[0], out);
 }
 
 void Contiguous::eval_cpu(const std::vector<array>& inputs, array& out) {

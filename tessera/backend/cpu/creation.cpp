@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tessera/backend/common/views.h"
 #include "tessera/backend/cpu/copy.h"
 #include "tessera/backend/cpu/dispatch.h"
 #include "tessera/backend/cpu/strided.h"
@@ -106,43 +107,14 @@ void Band::eval_cpu(const std::vector<array>& inputs, array& out) {
 
 void View::eval_cpu(const std::vector<array>& inputs, array& out) {
   const array& in = inputs[0];
-  const int64_t in_size = in.itemsize(), out_size = out.itemsize();
-  if (in_size == out_size) {
-    out.copy_shared_buffer(in);
-    return;
-  }
-  if (out.size() == 0) {
-    out.set_data(allocator::malloc(0));
-    return;
-  }
-  // Sizes differ: the last axis must be dense, and every other stride and the
-  // offset must be whole numbers of output elements; otherwise view a copy.
-  auto viewable = [&](const array& x) {
-    const int nd = static_cast<int>(x.ndim());
-    if (x.shape(nd - 1) != 1 && x.strides()[nd - 1] != 1) return false;
-    for (int d = 0; d + 1 < nd; ++d) {
-      if ((x.strides()[d] * in_size) % out_size != 0) return false;
-    }
-    return (x.offset() * in_size) % out_size == 0;
-  };
-  array src = in;
-  if (!viewable(in)) {
-    src = array(in.shape(), in.dtype(), nullptr, {});
-    cpu::copy_to_row_contiguous(in, src);
-  }
-  const int nd = static_cast<int>(out.ndim());
-  Strides strides(nd);
-  for (int d = 0; d + 1 < nd; ++d) strides[d] = src.strides()[d] * in_size / out_size;
-  strides[nd - 1] = 1;
-  int64_t offset = src.offset() * in_size / out_size - src.offset();
-  out.copy_shared_buffer(src, strides, compute_flags(out.shape(), strides),
-                         compute_data_size(out.shape(), strides), offset);
+  if (views::reinterpret(in, out)) return;
+  array dense(in.shape(), in.dtype(), nullptr, {});
+  cpu::copy_to_row_contiguous(in, dense);
+  views::reinterpret(dense, out);
 }
 
 void AsStrided::eval_cpu(const std::vector<array>& inputs, array& out) {
-  const array& in = inputs[0];
-  out.copy_shared_buffer(in, strides_, compute_flags(out.shape(), strides_),
-                         compute_data_size(out.shape(), strides_), offset_);
+  views::as_strided(inputs[0], out, strides_, offset_);
 }
 
 }  // namespace tessera

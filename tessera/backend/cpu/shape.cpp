@@ -1,6 +1,7 @@
 // eval_cpu of the shape primitives.
 #include <algorithm>
 
+#include "tessera/backend/common/views.h"
 #include "tessera/backend/cpu/copy.h"
 #include "tessera/backend/cpu/dispatch.h"
 #include "tessera/backend/cpu/strided.h"
@@ -10,60 +11,7 @@ namespace tessera {
 
 namespace {
 
-// A view of base's buffer (offset in elements, relative to base's offset).
-array view_of(const array& base, const Shape& shape, const Strides& strides, int64_t offset) {
-  array v(shape, base.dtype(), nullptr, {});
-  v.copy_shared_buffer(base, strides, compute_flags(shape, strides),
-                       compute_data_size(shape, strides), offset);
-  return v;
-}
-
-// out as a view of in (an empty out gets an empty buffer of its own).
-void set_view(const array& in, array& out, const Strides& strides, int64_t offset) {
-  if (out.size() == 0) {
-    out.set_data(allocator::malloc(0));
-    return;
-  }
-  out.copy_shared_buffer(in, strides, compute_flags(out.shape(), strides),
-                         compute_data_size(out.shape(), strides), offset);
-}
-
-// The strides that view (shape, strides) as new_shape without moving data, if
-// there are any (NumPy's no-copy reshape): each group of old axes that merges
-// into or splits from new axes must be contiguous within itself.
-bool reshape_strides(const Shape& shape, const Strides& strides, const Shape& new_shape,
-                     Strides& out) {
-  Shape old_dims;
-  Strides old_strides;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] != 1) {
-      old_dims.push_back(shape[i]);
-      old_strides.push_back(strides[i]);
-    }
-  }
-  const int old_nd = static_cast<int>(old_dims.size());
-  const int new_nd = static_cast<int>(new_shape.size());
-  out.assign(new_nd, 1);
-  int oi = 0, oj = 1, ni = 0, nj = 1;
-  while (ni < new_nd && oi < old_nd) {
-    int64_t np = new_shape[ni], op = old_dims[oi];
-    while (np != op) {
-      if (np < op) {
-        np *= new_shape[nj++];
-      } else {
-        op *= old_dims[oj++];
-      }
-    }
-    for (int ok = oi; ok < oj - 1; ++ok) {
-      if (old_strides[ok] != old_dims[ok + 1] * old_strides[ok + 1]) return false;
-    }
-    out[nj - 1] = old_strides[oj - 1];
-    for (int nk = nj - 1; nk > ni; --nk) out[nk - 1] = out[nk] * new_shape[nk];
-    ni = nj++;
-    oi = oj++;
-  }
-  return true;
-}
+using views::view_of;
 
 // The integers of a (small) index array, in row-major order.
 std::vector<int64_t> read_indices(const array& idx) {
@@ -108,39 +56,15 @@ void slice_update_cpu(const array& src, const array& update, array& out, const S
 }  // namespace
 
 void Transpose::eval_cpu(const std::vector<array>& inputs, array& out) {
-  const array& in = inputs[0];
-  Strides strides(axes_.size());
-  for (size_t i = 0; i < axes_.size(); ++i) strides[i] = in.strides()[axes_[i]];
-  out.copy_shared_buffer(in, strides, compute_flags(out.shape(), strides), in.data_size());
+  views::transpose(inputs[0], out, axes_);
 }
 
 void Slice::eval_cpu(const std::vector<array>& inputs, array& out) {
-  const array& in = inputs[0];
-  Strides strides(in.ndim());
-  int64_t offset = 0;
-  for (size_t i = 0; i < in.ndim(); ++i) {
-    offset += int64_t(start_[i]) * in.strides()[i];
-    strides[i] = in.strides()[i] * strides_[i];
-  }
-  set_view(in, out, strides, offset);
+  views::slice(inputs[0], out, start_, strides_);
 }
 
 void Reshape::eval_cpu(const std::vector<array>& inputs, array& out) {
-  const array& in = inputs[0];
-  if (out.size() == 0) {
-    out.set_data(allocator::malloc(0));
-    return;
-  }
-  Strides strides;
-  if (in.flags().row_contiguous) {
-    strides = row_major_strides(out.shape());
-  } else if (!reshape_strides(in.shape(), in.strides(), out.shape(), strides)) {
-    array dense = cpu::ensure_row_contiguous(in);
-    strides = row_major_strides(out.shape());
-    out.copy_shared_buffer(dense, strides, compute_flags(out.shape(), strides), dense.data_size());
-    return;
-  }
-  out.copy_shared_buffer(in, strides, compute_flags(out.shape(), strides), in.data_size());
+  if (!views::reshape(inputs[0], out)) views::reshape(cpu::ensure_row_contiguous(inputs[0]), out);
 }
 
 void DynamicSlice::eval_cpu(const std::vector<array>& inputs, array& out) {
@@ -151,7 +75,7 @@ void DynamicSlice::eval_cpu(const std::vector<array>& inputs, array& out) {
     int ax = axes_[i];
     offset += clamp_start(starts[i], slice_size_[ax], in.shape(ax)) * in.strides()[ax];
   }
-  set_view(in, out, in.strides(), offset);
+  views::set_view(in, out, in.strides(), offset);
 }
 
 void SliceUpdate::eval_cpu(const std::vector<array>& inputs, array& out) {
@@ -241,15 +165,7 @@ void Pad::eval_cpu(const std::vector<array>& inputs, array& out) {
 }
 
 void Diagonal::eval_cpu(const std::vector<array>& inputs, array& out) {
-  const array& in = inputs[0];
-  Strides strides;
-  for (int d = 0; d < static_cast<int>(in.ndim()); ++d) {
-    if (d != axis1_ && d != axis2_) strides.push_back(in.strides()[d]);
-  }
-  strides.push_back(in.strides()[axis1_] + in.strides()[axis2_]);
-  int64_t offset = offset_ >= 0 ? int64_t(offset_) * in.strides()[axis2_]
-                                : -int64_t(offset_) * in.strides()[axis1_];
-  set_view(in, out, strides, offset);
+  views::diagonal(inputs[0], out, offset_, axis1_, axis2_);
 }
 
 }  // namespace tessera
