@@ -6,6 +6,11 @@
 //
 // Functors see compute types only: bool, the integers, float, double and
 // complex64_t (16-bit floats are converted to float by the kernels, compute_t).
+// CUDA kernels call them with cuda::std::complex<float> for complex64: the
+// arithmetic of std::complex does not compile correctly in device code, so
+// functors never use std::complex operators or std:: math on a complex
+// argument by name; they call math unqualified after `using std::F;`, which
+// finds std::F on the host and cuda::std::F (by argument lookup) on the device.
 // The result type of operator() is the output element type, except that a
 // result equal to the compute type is stored back in the input's type.
 //
@@ -31,6 +36,7 @@
 #include "tessera/backend/cpu/dispatch.h"
 
 #ifdef __CUDACC__
+#include <cuda/std/complex>
 #define TESSERA_HD __host__ __device__
 #else
 #define TESSERA_HD
@@ -39,6 +45,14 @@
 namespace tessera::cpu {
 
 namespace detail {
+
+// complex64_t, or its device twin in CUDA kernels.
+template <typename T>
+inline constexpr bool is_cx = is_complex_v<T>
+#ifdef __CUDACC__
+                              || std::is_same_v<T, cuda::std::complex<float>>
+#endif
+    ;
 
 // Unsigned arithmetic type with the width of T, at least `unsigned` (so that
 // narrow operands do not promote to a signed int that could overflow).
@@ -55,7 +69,7 @@ using wrap_t = typename Wrap<T>::type;
 
 template <typename T>
 TESSERA_HD inline bool is_nan(T x) {
-  if constexpr (is_complex_v<T>) {
+  if constexpr (detail::is_cx<T>) {
     return std::isnan(x.real()) || std::isnan(x.imag());
   } else if constexpr (std::is_floating_point_v<T>) {
     return std::isnan(x);
@@ -66,7 +80,7 @@ TESSERA_HD inline bool is_nan(T x) {
 
 template <typename T>
 TESSERA_HD inline bool truthy(T x) {
-  if constexpr (is_complex_v<T>) {
+  if constexpr (detail::is_cx<T>) {
     return x.real() != 0 || x.imag() != 0;
   } else {
     return x != T(0);
@@ -76,7 +90,7 @@ TESSERA_HD inline bool truthy(T x) {
 // Lexicographic order on complex numbers (NumPy), the usual one otherwise.
 template <typename T>
 TESSERA_HD inline bool less(T a, T b) {
-  if constexpr (is_complex_v<T>) {
+  if constexpr (detail::is_cx<T>) {
     return a.real() < b.real() || (a.real() == b.real() && a.imag() < b.imag());
   } else {
     return a < b;
@@ -140,7 +154,7 @@ struct OnNumbers {  // everything but bool
 };
 struct OnReal {  // everything but complex
   template <typename T>
-  static constexpr bool supports = !is_complex_v<T>;
+  static constexpr bool supports = !detail::is_cx<T>;
 };
 struct OnIntegersAndBool {
   template <typename T>
@@ -152,7 +166,7 @@ struct OnIntegers {
 };
 struct OnInexact {  // floating and complex compute types
   template <typename T>
-  static constexpr bool supports = std::is_floating_point_v<T> || is_complex_v<T>;
+  static constexpr bool supports = std::is_floating_point_v<T> || detail::is_cx<T>;
 };
 struct OnFloating {
   template <typename T>
@@ -164,15 +178,14 @@ struct OnFloating {
 struct Abs : OnAll {
   template <typename T>
   TESSERA_HD auto operator()(T x) const {
-    if constexpr (is_complex_v<T>) {
-      return std::abs(x);
-    } else if constexpr (std::is_unsigned_v<T>) {
+    if constexpr (std::is_unsigned_v<T>) {
       return x;
     } else if constexpr (std::is_integral_v<T>) {
       using U = detail::wrap_t<T>;
       return x < 0 ? T(U(0) - U(x)) : x;
     } else {
-      return std::abs(x);
+      using std::abs;
+      return abs(x);
     }
   }
 };
@@ -192,8 +205,9 @@ struct Negative : OnNumbers {
 struct Sign : OnAll {
   template <typename T>
   TESSERA_HD T operator()(T x) const {
-    if constexpr (is_complex_v<T>) {
-      float m = std::abs(x);
+    if constexpr (detail::is_cx<T>) {
+      using std::abs;
+      float m = abs(x);
       return m == 0 ? T(0) : x / m;
     } else if constexpr (std::is_same_v<T, bool> || std::is_unsigned_v<T>) {
       return x != 0;
@@ -251,7 +265,7 @@ struct Round : OnAll {
   TESSERA_HD T operator()(T x) const {
     if constexpr (std::is_same_v<T, bool>) {
       return decimals >= 0 && x;  // 0.5 rounds to 0
-    } else if constexpr (is_complex_v<T>) {
+    } else if constexpr (detail::is_cx<T>) {
       return T(round_real(x.real()), round_real(x.imag()));
     } else if constexpr (std::is_floating_point_v<T>) {
       return round_real(x);
@@ -283,38 +297,41 @@ struct Square : OnAll {
   }
 };
 
-#define TESSERA_MATH_FUNCTOR(NAME, EXPR)      \
+// FN names the std:: function; EXPR may call it unqualified (see the top note).
+#define TESSERA_MATH_FUNCTOR(NAME, FN, EXPR)  \
   struct NAME : OnInexact {                   \
     template <typename T>                     \
     TESSERA_HD T operator()(T x) const {      \
+      using std::FN;                          \
       return EXPR;                            \
     }                                         \
   };
 
-TESSERA_MATH_FUNCTOR(Exp, std::exp(x))
-TESSERA_MATH_FUNCTOR(Sqrt, std::sqrt(x))
-TESSERA_MATH_FUNCTOR(Rsqrt, T(1) / std::sqrt(x))
-TESSERA_MATH_FUNCTOR(Sin, std::sin(x))
-TESSERA_MATH_FUNCTOR(Cos, std::cos(x))
-TESSERA_MATH_FUNCTOR(Tan, std::tan(x))
-TESSERA_MATH_FUNCTOR(ArcSin, std::asin(x))
-TESSERA_MATH_FUNCTOR(ArcCos, std::acos(x))
-TESSERA_MATH_FUNCTOR(ArcTan, std::atan(x))
-TESSERA_MATH_FUNCTOR(Sinh, std::sinh(x))
-TESSERA_MATH_FUNCTOR(Cosh, std::cosh(x))
-TESSERA_MATH_FUNCTOR(Tanh, std::tanh(x))
-TESSERA_MATH_FUNCTOR(ArcSinh, std::asinh(x))
-TESSERA_MATH_FUNCTOR(ArcCosh, std::acosh(x))
-TESSERA_MATH_FUNCTOR(ArcTanh, std::atanh(x))
-TESSERA_MATH_FUNCTOR(Log, std::log(x))
-TESSERA_MATH_FUNCTOR(Log10, std::log10(x))
-TESSERA_MATH_FUNCTOR(Sigmoid, T(1) / (T(1) + std::exp(-x)))
+TESSERA_MATH_FUNCTOR(Exp, exp, exp(x))
+TESSERA_MATH_FUNCTOR(Sqrt, sqrt, sqrt(x))
+TESSERA_MATH_FUNCTOR(Rsqrt, sqrt, T(1) / sqrt(x))
+TESSERA_MATH_FUNCTOR(Sin, sin, sin(x))
+TESSERA_MATH_FUNCTOR(Cos, cos, cos(x))
+TESSERA_MATH_FUNCTOR(Tan, tan, tan(x))
+TESSERA_MATH_FUNCTOR(ArcSin, asin, asin(x))
+TESSERA_MATH_FUNCTOR(ArcCos, acos, acos(x))
+TESSERA_MATH_FUNCTOR(ArcTan, atan, atan(x))
+TESSERA_MATH_FUNCTOR(Sinh, sinh, sinh(x))
+TESSERA_MATH_FUNCTOR(Cosh, cosh, cosh(x))
+TESSERA_MATH_FUNCTOR(Tanh, tanh, tanh(x))
+TESSERA_MATH_FUNCTOR(ArcSinh, asinh, asinh(x))
+TESSERA_MATH_FUNCTOR(ArcCosh, acosh, acosh(x))
+TESSERA_MATH_FUNCTOR(ArcTanh, atanh, atanh(x))
+TESSERA_MATH_FUNCTOR(Log, log, log(x))
+TESSERA_MATH_FUNCTOR(Log10, log10, log10(x))
+TESSERA_MATH_FUNCTOR(Sigmoid, exp, T(1) / (T(1) + exp(-x)))
 #undef TESSERA_MATH_FUNCTOR
 
 struct Expm1 : OnInexact {
   template <typename T>
   TESSERA_HD T operator()(T x) const {
-    if constexpr (is_complex_v<T>) return std::exp(x) - T(1);
+    using std::exp;
+    if constexpr (detail::is_cx<T>) return exp(x) - T(1);
     else return std::expm1(x);
   }
 };
@@ -322,7 +339,8 @@ struct Expm1 : OnInexact {
 struct Log2 : OnInexact {
   template <typename T>
   TESSERA_HD T operator()(T x) const {
-    if constexpr (is_complex_v<T>) return std::log(x) / 0.69314718055994530942f;
+    using std::log;
+    if constexpr (detail::is_cx<T>) return log(x) / 0.69314718055994530942f;
     else return std::log2(x);
   }
 };
@@ -330,7 +348,8 @@ struct Log2 : OnInexact {
 struct Log1p : OnInexact {
   template <typename T>
   TESSERA_HD T operator()(T x) const {
-    if constexpr (is_complex_v<T>) return std::log(T(1) + x);
+    using std::log;
+    if constexpr (detail::is_cx<T>) return log(T(1) + x);
     else return std::log1p(x);
   }
 };
@@ -359,14 +378,19 @@ struct Erf : OnFloating {
 struct ErfInv : OnFloating {
   template <typename T>
   TESSERA_HD T operator()(T x) const {
+#ifdef __CUDA_ARCH__
+    if constexpr (std::is_same_v<T, float>) return ::erfinvf(x);
+    else return ::erfinv(x);
+#else
     return static_cast<T>(detail::erfinv(static_cast<double>(x)));
+#endif
   }
 };
 
 struct Conjugate : OnAll {
   template <typename T>
   TESSERA_HD T operator()(T x) const {
-    if constexpr (is_complex_v<T>) return std::conj(x);
+    if constexpr (detail::is_cx<T>) return T(x.real(), -x.imag());
     else return x;
   }
 };
@@ -374,7 +398,7 @@ struct Conjugate : OnAll {
 struct Real : OnAll {
   template <typename T>
   TESSERA_HD auto operator()(T x) const {
-    if constexpr (is_complex_v<T>) return x.real();
+    if constexpr (detail::is_cx<T>) return x.real();
     else return x;
   }
 };
@@ -382,7 +406,7 @@ struct Real : OnAll {
 struct Imag : OnAll {
   template <typename T>
   TESSERA_HD auto operator()(T x) const {
-    if constexpr (is_complex_v<T>) return x.imag();
+    if constexpr (detail::is_cx<T>) return x.imag();
     else return T(0);
   }
 };
@@ -405,7 +429,7 @@ struct IsNan : OnAll {
 struct IsInf : OnAll {
   template <typename T>
   TESSERA_HD bool operator()(T x) const {
-    if constexpr (is_complex_v<T>) return std::isinf(x.real()) || std::isinf(x.imag());
+    if constexpr (detail::is_cx<T>) return std::isinf(x.real()) || std::isinf(x.imag());
     else if constexpr (std::is_floating_point_v<T>) return std::isinf(x);
     else return false;
   }
@@ -414,7 +438,7 @@ struct IsInf : OnAll {
 struct IsFinite : OnAll {
   template <typename T>
   TESSERA_HD bool operator()(T x) const {
-    if constexpr (is_complex_v<T>) return std::isfinite(x.real()) && std::isfinite(x.imag());
+    if constexpr (detail::is_cx<T>) return std::isfinite(x.real()) && std::isfinite(x.imag());
     else if constexpr (std::is_floating_point_v<T>) return std::isfinite(x);
     else return true;
   }
@@ -441,7 +465,7 @@ struct NanToNum : OnInexact {
   double nan, posinf, neginf;
   template <typename T>
   TESSERA_HD T operator()(T x) const {
-    if constexpr (is_complex_v<T>) {
+    if constexpr (detail::is_cx<T>) {
       return T(replace(x.real()), replace(x.imag()));
     } else {
       return replace(x);
@@ -557,9 +581,10 @@ struct Power : OnAll {
         base = U(base * base);
       }
       return T(result);
-    } else if constexpr (is_complex_v<T>) {
+    } else if constexpr (detail::is_cx<T>) {
       if (b == T(0)) return T(1);
-      return std::pow(a, b);
+      using std::pow;
+      return pow(a, b);
     } else {
       return std::pow(a, b);
     }
@@ -725,14 +750,14 @@ struct IsClose : OnAll {
   bool equal_nan;
   template <typename T>
   TESSERA_HD bool operator()(T a, T b) const {
-    if constexpr (is_complex_v<T>) {
-      std::complex<double> x(a.real(), a.imag()), y(b.real(), b.imag());
-      if (x == y) return true;
+    if constexpr (detail::is_cx<T>) {
+      double xr = a.real(), xi = a.imag(), yr = b.real(), yi = b.imag();
+      if (xr == yr && xi == yi) return true;
       if (detail::is_nan(a) || detail::is_nan(b)) {
         return equal_nan && detail::is_nan(a) && detail::is_nan(b);
       }
       if (IsInf{}(a) || IsInf{}(b)) return false;
-      return std::abs(x - y) <= atol + rtol * std::abs(y);
+      return std::hypot(xr - yr, xi - yi) <= atol + rtol * std::hypot(yr, yi);
     } else {
       double x = static_cast<double>(a), y = static_cast<double>(b);
       if (x == y) return true;

@@ -1,0 +1,210 @@
+// What the elementwise CUDA kernels (unary.cu, binary.cu) share: device
+// element types, 16-byte vectors, launch sizes and output allocation.
+//
+//   using D = gpu::device_t<float16_t>;               // __half
+//   float c = gpu::to_compute(x);                      // the functor's argument
+//   out[i] = gpu::from_compute<D>(cpu::Exp{}(c));
+//
+// Host element types (dispatch.h) map to device types of the same size and
+// bit layout; functors (backend/cpu/elementwise.h) see the compute types:
+// float for the 16-bit floats, cuda::std::complex<float> for complex64.
+#pragma once
+
+#include <cuda/std/complex>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "tessera/backend/cpu/dispatch.h"
+#include "tessera/backend/cpu/elementwise.h"
+#include "tessera/backend/cuda/device.h"
+#include "tessera/backend/cuda/indexing.cuh"
+
+namespace tessera::gpu {
+
+template <typename T>
+struct DeviceType {
+  using type = T;
+};
+template <>
+struct DeviceType<float16_t> {
+  using type = __half;
+};
+template <>
+struct DeviceType<bfloat16_t> {
+  using type = __nv_bfloat16;
+};
+template <>
+struct DeviceType<complex64_t> {
+  using type = cuda::std::complex<float>;
+};
+template <typename T>
+using device_t = typename DeviceType<T>::type;
+
+template <typename T>
+__device__ __forceinline__ auto to_compute(T x) {
+  if constexpr (std::is_same_v<T, __half>) {
+    return __half2float(x);
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return __bfloat162float(x);
+  } else {
+    return x;
+  }
+}
+
+template <typename Out, typename C>
+__device__ __forceinline__ Out from_compute(C x) {
+  if constexpr (std::is_same_v<Out, __half>) {
+    return __float2half_rn(x);
+  } else if constexpr (std::is_same_v<Out, __nv_bfloat16>) {
+    return __float2bfloat16_rn(x);
+  } else {
+    return static_cast<Out>(x);
+  }
+}
+
+template <typename T>
+struct HostType {
+  using type = T;
+};
+template <>
+struct HostType<cuda::std::complex<float>> {
+  using type = complex64_t;
+};
+
+// What a functor computes in on the device, for host element type T.
+template <typename T>
+using device_compute_t = std::conditional_t<cpu::is_half_v<T>, float, device_t<T>>;
+
+// The stored (host) output type of Op on host input type In: the functor's
+// result, except that a result of In's compute type is stored as In (16-bit
+// floats stay 16-bit). The same rule as the CPU kernels.
+template <typename Op, typename... In>
+using device_result_t =
+    decltype(std::declval<const Op&>()(std::declval<device_compute_t<In>>()...));
+template <typename Op, typename In, typename... Rest>
+using elementwise_out_t =
+    std::conditional_t<std::is_same_v<device_result_t<Op, In, Rest...>, device_compute_t<In>>, In,
+                       typename HostType<device_result_t<Op, In, Rest...>>::type>;
+
+// The element type an op's kernel is instantiated for: ops whose integer
+// results do not depend on signedness (wrapping arithmetic, bitwise ops,
+// equality) run signed types through the unsigned kernel of the same width,
+// which halves their instantiations.
+template <typename Op>
+inline constexpr bool sign_blind = false;
+template <typename Op, typename T, bool = sign_blind<Op> && cpu::is_integral_v<T>>
+struct KernelType {
+  using type = T;
+};
+template <typename Op, typename T>
+struct KernelType<Op, T, true> {
+  using type = std::make_unsigned_t<T>;
+};
+template <typename Op, typename T>
+using kernel_t = typename KernelType<Op, T>::type;
+
+// N elements in one aligned load or store (16 bytes for the widest type).
+template <typename T, int N>
+struct alignas(sizeof(T) * N) Vec {
+  T v[N];
+};
+
+template <typename... T>
+inline constexpr int vec_width = static_cast<int>(16 / std::max({sizeof(T)...}));
+
+template <typename T, int N>
+__device__ __forceinline__ Vec<T, N> load_vec(const T* p, int64_t vec_index) {
+  return reinterpret_cast<const Vec<T, N>*>(p)[vec_index];
+}
+template <typename T, int N>
+__device__ __forceinline__ void store_vec(T* p, int64_t vec_index, const Vec<T, N>& v) {
+  reinterpret_cast<Vec<T, N>*>(p)[vec_index] = v;
+}
+template <typename T, int N>
+__device__ __forceinline__ Vec<T, N> splat(T x) {
+  Vec<T, N> r;
+#pragma unroll
+  for (int k = 0; k < N; ++k) r.v[k] = x;
+  return r;
+}
+
+inline bool aligned(const void* p, size_t bytes) {
+  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
+}
+
+inline constexpr int kBlock = 256;
+
+// Blocks for `items` work items of `per_block` each, capped so that a
+// grid-stride loop covers the rest (a few waves of resident blocks).
+inline unsigned grid_size(int64_t items, int64_t per_block, const Stream& s) {
+  int64_t blocks = (items + per_block - 1) / per_block;
+  int64_t cap = int64_t(properties(s.device.index).multiProcessorCount) * 64;
+  return static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, cap));
+}
+
+// The element offsets of flat index i (elem_to_loc), with 32-bit division
+// while i fits (the common case); returns i's index in the last dimension.
+template <int N>
+__device__ __forceinline__ int32_t locate(int64_t i, const Dims<N>& d, int64_t (&loc)[N]) {
+  const int last = d.ndim - 1;
+  if (i <= INT32_MAX) {
+#pragma unroll
+    for (int k = 0; k < N; ++k) loc[k] = 0;
+    uint32_t u = static_cast<uint32_t>(i);
+    int32_t inner = static_cast<int32_t>(u % static_cast<uint32_t>(d.shape[last]));
+    for (int dim = last; dim >= 0 && u > 0; --dim) {
+      uint32_t extent = static_cast<uint32_t>(d.shape[dim]);
+      uint32_t q = u / extent;
+      int64_t r = u - q * extent;
+#pragma unroll
+      for (int k = 0; k < N; ++k) loc[k] += r * d.strides[k][dim];
+      u = q;
+    }
+    return inner;
+  }
+  elem_to_loc(i, d, loc);
+  return static_cast<int32_t>(i % d.shape[last]);
+}
+
+// Launches for the strided kernels: each thread handles kStridedWork
+// consecutive elements of a row-contiguous output.
+inline constexpr int kStridedWork = 4;
+inline unsigned strided_grid(int64_t n) {
+  return static_cast<unsigned>((n + kBlock * kStridedWork - 1) / (kBlock * kStridedWork));
+}
+
+// See Note [Donation] (core/eval.cpp): out takes over in's buffer, which the
+// kernel then reads and writes in place, element by element.
+template <typename T>
+T* donate(array& out, const array& in, const Stream& s) {
+  out.move_shared_buffer(in);
+  return static_cast<T*>(writable_device_ptr(out, s));
+}
+
+// An output with the layout of the dense array `like`.
+template <typename T>
+T* allocate_like(array& out, const array& like, const Stream& s) {
+  return static_cast<T*>(
+      allocate_output(out, s, like.data_size(), like.strides(), like.flags()));
+}
+
+[[noreturn]] inline void throw_unsupported(const char* op, Dtype t) {
+  throw std::invalid_argument(std::string("[") + op + "] is not defined for dtype " +
+                              dtype_name(t));
+}
+
+template <typename HostOut>
+void check_out_dtype(const array& out, const char* family) {
+  if (detail::exact_dtype<HostOut> != out.dtype()) {
+    throw std::logic_error(std::string("[") + family + "] output dtype " +
+                           dtype_name(out.dtype()) + " does not match the kernel's (bug)");
+  }
+}
+
+}  // namespace tessera::gpu
