@@ -18,18 +18,10 @@ array filled(Shape shape, float start) {
   return a;
 }
 
-bool wanted(int argc, char** argv, const std::string& name) {
-  if (argc < 2) return true;
-  for (int i = 1; i < argc; ++i) {
-    if (name.find(argv[i]) != std::string::npos) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (wanted(argc, argv, "overhead_scalar_add_chain")) {
+  if (bench::wanted(argc, argv, "overhead_scalar_add_chain")) {
     const int n = 10000;
     double t = bench::time_median([&] {
       array x(0.0f);
@@ -38,27 +30,27 @@ int main(int argc, char** argv) {
     });
     bench::report("overhead_scalar_add_chain", t / n, 1, "op");
   }
-  if (wanted(argc, argv, "add_f32_1e7")) {
+  if (bench::wanted(argc, argv, "add_f32_1e7")) {
     array a = filled({10000000}, 1.0f), b = filled({10000000}, 2.0f);
     double t = bench::time_median([&] { eval(a + b); });
     bench::report("add_f32_1e7", t, 3.0 * 4e7, "byte");
   }
-  if (wanted(argc, argv, "sum_f32_1e7")) {
+  if (bench::wanted(argc, argv, "sum_f32_1e7")) {
     array a = filled({10000000}, 0.5f);
     double t = bench::time_median([&] { eval(sum(a)); });
     bench::report("sum_f32_1e7", t, 4e7, "byte");
   }
-  if (wanted(argc, argv, "softmax_rows_f32_4096")) {
+  if (bench::wanted(argc, argv, "softmax_rows_f32_4096")) {
     array a = filled({4096, 4096}, -8.0f);
     double t = bench::time_median([&] { eval(softmax(a, -1)); });
     bench::report("softmax_rows_f32_4096", t, 2.0 * 4 * 4096 * 4096, "byte");
   }
-  if (wanted(argc, argv, "transpose_copy_f32_4096")) {
+  if (bench::wanted(argc, argv, "transpose_copy_f32_4096")) {
     array a = filled({4096, 4096}, 0.0f);
     double t = bench::time_median([&] { eval(copy(transpose(a))); });
     bench::report("transpose_copy_f32_4096", t, 2.0 * 4 * 4096 * 4096, "byte");
   }
-  if (wanted(argc, argv, "matmul_f32_2048")) {
+  if (bench::wanted(argc, argv, "matmul_f32_2048")) {
     array a = filled({2048, 2048}, 0.0f) * 0.001f, b = filled({2048, 2048}, 1.0f) * 0.001f;
     eval(a, b);
     double t = bench::time_median([&] { eval(matmul(a, b)); }, 5, 1);

@@ -20,14 +20,6 @@ array filled(Shape shape, Dtype dtype = float32) {
   return a;
 }
 
-bool wanted(int argc, char** argv, const std::string& name) {
-  if (argc < 2) return true;
-  for (int i = 1; i < argc; ++i) {
-    if (name.find(argv[i]) != std::string::npos) return true;
-  }
-  return false;
-}
-
 void run(const std::function<array()>& f) {
   eval(f());
   synchronize();
@@ -42,70 +34,70 @@ int main(int argc, char** argv) {
   }
   const int n28 = 1 << 28;
   const double f32 = 4.0;
-  if (wanted(argc, argv, "copy_f32_2^28")) {
+  if (bench::wanted(argc, argv, "copy_f32_2^28")) {
     array a = filled({n28});
     bench::report("copy_f32_2^28", bench::time_median([&] { run([&] { return copy(a); }); }),
                   2 * f32 * n28, "byte");
   }
-  if (wanted(argc, argv, "add_f32_2^28")) {
+  if (bench::wanted(argc, argv, "add_f32_2^28")) {
     array a = filled({n28}), b = filled({n28});
     bench::report("add_f32_2^28", bench::time_median([&] { run([&] { return a + b; }); }),
                   3 * f32 * n28, "byte");
   }
-  if (wanted(argc, argv, "multiply_f32_2^28")) {
+  if (bench::wanted(argc, argv, "multiply_f32_2^28")) {
     array a = filled({n28}), b = filled({n28});
     bench::report("multiply_f32_2^28", bench::time_median([&] { run([&] { return a * b; }); }),
                   3 * f32 * n28, "byte");
   }
   const int R = 8192, C = 32768;
-  if (wanted(argc, argv, "broadcast_add_8192x32768")) {
+  if (bench::wanted(argc, argv, "broadcast_add_8192x32768")) {
     array a = filled({R, C}), b = filled({C});
     bench::report("broadcast_add_8192x32768",
                   bench::time_median([&] { run([&] { return a + b; }); }),
                   f32 * (2.0 * R * C + C), "byte");
   }
-  if (wanted(argc, argv, "transpose_copy_8192x32768")) {
+  if (bench::wanted(argc, argv, "transpose_copy_8192x32768")) {
     array a = filled({R, C});
     bench::report("transpose_copy_8192x32768",
                   bench::time_median([&] { run([&] { return copy(transpose(a)); }); }),
                   2 * f32 * R * C, "byte");
   }
-  if (wanted(argc, argv, "sum_all_f32_2^28")) {
+  if (bench::wanted(argc, argv, "sum_all_f32_2^28")) {
     array a = filled({n28});
     bench::report("sum_all_f32_2^28", bench::time_median([&] { run([&] { return sum(a); }); }),
                   f32 * n28, "byte");
   }
-  if (wanted(argc, argv, "sum_rows_8192x32768")) {
+  if (bench::wanted(argc, argv, "sum_rows_8192x32768")) {
     array a = filled({R, C});
     bench::report("sum_rows_8192x32768",
                   bench::time_median([&] { run([&] { return sum(a, 1); }); }), f32 * R * C,
                   "byte");
   }
-  if (wanted(argc, argv, "sum_cols_8192x32768")) {
+  if (bench::wanted(argc, argv, "sum_cols_8192x32768")) {
     array a = filled({R, C});
     bench::report("sum_cols_8192x32768",
                   bench::time_median([&] { run([&] { return sum(a, 0); }); }), f32 * R * C,
                   "byte");
   }
-  if (wanted(argc, argv, "softmax_rows_8192x32768")) {
+  if (bench::wanted(argc, argv, "softmax_rows_8192x32768")) {
     array a = filled({R, C});
     bench::report("softmax_rows_8192x32768",
                   bench::time_median([&] { run([&] { return softmax(a, -1); }); }),
                   2 * f32 * R * C, "byte");
   }
-  if (wanted(argc, argv, "matmul_bf16_8192")) {
+  if (bench::wanted(argc, argv, "matmul_bf16_8192")) {
     array a = filled({8192, 8192}, bfloat16), b = filled({8192, 8192}, bfloat16);
     bench::report("matmul_bf16_8192",
                   bench::time_median([&] { run([&] { return matmul(a, b); }); }, 5, 2),
                   2.0 * 8192.0 * 8192.0 * 8192.0, "flop");
   }
-  if (wanted(argc, argv, "matmul_f32_4096")) {
+  if (bench::wanted(argc, argv, "matmul_f32_4096")) {
     array a = filled({4096, 4096}), b = filled({4096, 4096});
     bench::report("matmul_f32_4096",
                   bench::time_median([&] { run([&] { return matmul(a, b); }); }, 5, 2),
                   2.0 * 4096.0 * 4096.0 * 4096.0, "flop");
   }
-  if (wanted(argc, argv, "host_to_gpu_op_1GiB")) {
+  if (bench::wanted(argc, argv, "host_to_gpu_op_1GiB")) {
     // A GPU op on data created on the host: the upload is part of the time.
     const int n = 1 << 28;
     double t = bench::time_median(
@@ -117,7 +109,7 @@ int main(int argc, char** argv) {
         5, 1);
     bench::report("host_to_gpu_op_1GiB", t, f32 * n, "byte");
   }
-  if (wanted(argc, argv, "dispatch_chain_10000")) {
+  if (bench::wanted(argc, argv, "dispatch_chain_10000")) {
     const int n = 10000;
     array one = filled({1});
     double t = bench::time_median([&] {

@@ -11,6 +11,15 @@
 
 namespace bench {
 
+// True when no filter was given on the command line, or one is part of name.
+inline bool wanted(int argc, char** argv, const std::string& name) {
+  if (argc < 2) return true;
+  for (int i = 1; i < argc; ++i) {
+    if (name.find(argv[i]) != std::string::npos) return true;
+  }
+  return false;
+}
+
 // Median seconds of `reps` runs of f after `warmup` runs.
 inline double time_median(const std::function<void()>& f, int reps = 7, int warmup = 2) {
   for (int i = 0; i < warmup; ++i) f();
