@@ -297,8 +297,10 @@ void copy_gpu(const array& in, array& out, const Stream& s, const char* op) {
 void copy_gpu_to_row_contiguous(const array& in, array& out, const Stream& s, const char* op) {
   void* dst = allocate_output(out, s);
   if (in.size() == 0) return;
+  // in's elements in row-major order of in's shape: out may have another shape
+  // of the same size (Reshape).
   copy_gpu(in.shape(), device_ptr(in, s), in.dtype(), in.strides(), dst, out.dtype(),
-           row_major_strides(out.shape()), s, op);
+           row_major_strides(in.shape()), s, op);
 }
 
 }  // namespace tessera::gpu
