@@ -142,4 +142,25 @@ void as_strided(const array& in, array& out, const Strides& strides, int64_t off
                          compute_data_size(out.shape(), strides), offset);
 }
 
+std::optional<TransposePlan> transpose_plan(const Shape& shape, const Strides& in_strides,
+                                            const Strides& out_strides, int min_len) {
+  const int nd = static_cast<int>(shape.size());
+  if (nd < 2) return std::nullopt;
+  TransposePlan p{-1, -1, {}, {}, {}};
+  for (int d = 0; d < nd; ++d) {
+    if (in_strides[d] == 1 && p.a < 0) p.a = d;
+    if (out_strides[d] == 1 && p.b < 0) p.b = d;
+  }
+  if (p.a < 0 || p.b < 0 || p.a == p.b || shape[p.a] < min_len || shape[p.b] < min_len) {
+    return std::nullopt;
+  }
+  for (int d = 0; d < nd; ++d) {
+    if (d == p.a || d == p.b) continue;
+    p.outer.push_back(shape[d]);
+    p.outer_in.push_back(in_strides[d]);
+    p.outer_out.push_back(out_strides[d]);
+  }
+  return p;
+}
+
 }  // namespace tessera::views

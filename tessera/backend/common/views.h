@@ -7,6 +7,7 @@
 //   }
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "tessera/core/array.h"
@@ -36,5 +37,17 @@ void diagonal(const array& in, array& out, int offset, int axis1, int axis2);
 bool reinterpret(const array& in, array& out);
 // out's shape with the given strides and offset (elements) over in's buffer.
 void as_strided(const array& in, array& out, const Strides& strides, int64_t offset);
+
+// A copy between two layouts of one shape that is dense along axis a in the
+// source and along another axis b in the destination: the tiled-transpose plan
+// both backends use, with the remaining axes as an outer loop.
+struct TransposePlan {
+  int a, b;
+  Shape outer;
+  Strides outer_in, outer_out;
+};
+// The plan when both dense axes exist, differ and are at least min_len long.
+std::optional<TransposePlan> transpose_plan(const Shape& shape, const Strides& in_strides,
+                                            const Strides& out_strides, int min_len);
 
 }  // namespace tessera::views

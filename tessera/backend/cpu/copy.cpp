@@ -1,5 +1,7 @@
 #include "tessera/backend/cpu/copy.h"
 
+#include "tessera/backend/common/views.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -28,21 +30,11 @@ bool transposed_copy(const In* src, Out* dst, const Shape& shape, const Strides&
                      const Strides& out_strides) {
   const int nd = static_cast<int>(shape.size());
   if (nd < 2 || (in_strides[nd - 1] == 1 && out_strides[nd - 1] == 1)) return false;
-  // a: the source's unit-stride axis; b: the destination's.
-  int a = -1, b = -1;
-  for (int d = 0; d < nd; ++d) {
-    if (in_strides[d] == 1 && a < 0) a = d;
-    if (out_strides[d] == 1 && b < 0) b = d;
-  }
-  if (a < 0 || b < 0 || a == b || shape[a] < 8 || shape[b] < 8) return false;
-  Shape outer;
-  Strides outer_in, outer_out;
-  for (int d = 0; d < nd; ++d) {
-    if (d == a || d == b) continue;
-    outer.push_back(shape[d]);
-    outer_in.push_back(in_strides[d]);
-    outer_out.push_back(out_strides[d]);
-  }
+  auto plan = views::transpose_plan(shape, in_strides, out_strides, 8);
+  if (!plan) return false;
+  const int a = plan->a, b = plan->b;
+  const Shape& outer = plan->outer;
+  const Strides &outer_in = plan->outer_in, &outer_out = plan->outer_out;
   const int64_t na = shape[a], nb = shape[b];
   const int64_t in_b = in_strides[b], out_a = out_strides[a];
   const int64_t strips = (na + kTile - 1) / kTile;

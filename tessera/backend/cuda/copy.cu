@@ -183,22 +183,11 @@ void copy_general(const In* src, Out* dst, const Shape& shape, const Strides& in
 template <typename T>
 bool transpose_tiled(const T* src, T* dst, const Shape& shape, const Strides& in_strides,
                      const Strides& out_strides, cudaStream_t stream, const char* op) {
-  const int nd = static_cast<int>(shape.size());
-  if (nd < 2) return false;
-  int a = -1, b = -1;
-  for (int d = 0; d < nd; ++d) {
-    if (in_strides[d] == 1 && a < 0) a = d;
-    if (out_strides[d] == 1 && b < 0) b = d;
-  }
-  if (a < 0 || b < 0 || a == b || shape[a] < 16 || shape[b] < 16) return false;
-  Shape outer;
-  Strides outer_in, outer_out;
-  for (int d = 0; d < nd; ++d) {
-    if (d == a || d == b) continue;
-    outer.push_back(shape[d]);
-    outer_in.push_back(in_strides[d]);
-    outer_out.push_back(out_strides[d]);
-  }
+  auto plan = views::transpose_plan(shape, in_strides, out_strides, 16);
+  if (!plan) return false;
+  const int a = plan->a, b = plan->b;
+  const Shape& outer = plan->outer;
+  const Strides &outer_in = plan->outer_in, &outer_out = plan->outer_out;
   Dims<2> dims = make_dims<2>(outer, {outer_in, outer_out});
   const int64_t na = shape[a], nb = shape[b], n_outer = shape_size(outer);
   const int64_t tiles_a = (na + kTile - 1) / kTile, tiles_b = (nb + kTile - 1) / kTile;
