@@ -74,12 +74,31 @@ def main():
         a, b = filled((4096, 4096)), filled((4096, 4096))
         report("matmul_f32_4096", time_median(lambda: a @ b, 5, 2), 2.0 * 4096 ** 3, "flop")
     if wanted("host_to_gpu_op_1GiB"):
+        # PyTorch at its best: the host tensor pinned by hand, a non-blocking copy.
         n = 1 << 28
+        h = torch.ones(n, dtype=torch.float32).pin_memory()
 
         def op():
-            h = torch.ones(n, dtype=torch.float32)
-            return (h.to("cuda") * 2.0)
+            return h.to("cuda", non_blocking=True) * 2.0
         report("host_to_gpu_op_1GiB", time_median(op, 5, 1), f32 * n, "byte")
+    if wanted("chunks16"):
+        # The same chunks, pinned by hand, copied and multiplied one after another.
+        chunks, rows, cols = 16, 4096, 4096
+        w = filled((cols, 2048))
+        host = [torch.full((rows, cols), i / chunks).pin_memory() for i in range(chunks)]
+        dev = [h.to("cuda") for h in host]
+
+        def up():
+            return [h.to("cuda", non_blocking=True).sum() for h in host]
+
+        def comp():
+            return [d @ w for d in dev]
+
+        def both():
+            return [h.to("cuda", non_blocking=True) @ w for h in host]
+        report("chunks16_upload_only", time_median(up, 5, 1), f32 * rows * cols * chunks, "byte")
+        report("chunks16_compute_only", time_median(comp, 5, 1), 2.0 * rows * cols * 2048 * chunks, "flop")
+        report("chunks16_upload_and_compute", time_median(both, 5, 1), f32 * rows * cols * chunks, "byte")
     if wanted("dispatch_chain_10000"):
         n = 10000
         one = filled((1,))

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "tessera/core/device.h"
 #include "tessera/memory/allocator.h"
@@ -19,16 +20,31 @@ int device_count();
 void stream_created(const Stream& s);
 // Blocks until the GPU has run all work queued on s.
 void synchronize(const Stream& s);
-// After a task's eval_gpu: frees the scratch memory it took (stream-ordered).
+// After a task's eval_gpu (also one that threw): frees the scratch memory it
+// took (stream-ordered) and lets its buffers be evicted again.
 void task_done(const Stream& s);
 
 // Residency hooks, see Note [Residency] in backend/cuda/device.h.
 // Makes the host copy of a buffer valid (copies the device copy back).
 void make_host_valid(allocator::BufferStorage* s);
+// The CPU is about to write the host copy: waits for copies still reading it
+// and marks the device copy stale.
+void host_write(allocator::BufferStorage* s);
 // The host copy was written by the CPU: the device copy is stale.
 void host_written(allocator::BufferStorage* s);
-// Frees the device copy of a buffer that is being freed.
+// Waits until no copy to the device reads the host copy any more.
+void wait_uploads(allocator::BufferStorage* s);
+// Frees the device copy of a buffer that is being freed (after the copies
+// that still read its host copy).
 void release_device(allocator::BufferStorage* s);
+// The prefetcher: queues the host-to-device copies of these host-valid
+// buffers on the copy stream, in this order, as far as the memory limit
+// allows without evicting anything.
+void prefetch(const std::vector<allocator::BufferStorage*>& buffers);
+
+// Page-locked host memory (null without a GPU, or when the system refuses).
+void* pinned_alloc(size_t bytes);
+void pinned_free(void* p);
 
 // Bytes of device memory held by arrays / by the device cache.
 size_t active_memory();
@@ -36,6 +52,9 @@ size_t cache_memory();
 size_t peak_memory();
 void reset_peak_memory();
 void clear_cache();
+// The device memory limit: allocations past it evict device copies first.
+size_t memory_limit();
+size_t set_memory_limit(size_t limit);
 
 using DeviceInfo = std::map<std::string, std::variant<std::string, size_t>>;
 DeviceInfo device_info(int index);

@@ -228,6 +228,13 @@ void* array::raw_data() const {
   return static_cast<char*>(desc_->data->buffer.raw_ptr()) + desc_->offset * itemsize();
 }
 
+void* array::mutable_data() {
+  void* p = raw_data();
+  auto* storage = desc_->data->buffer.storage();
+  if (storage && (storage->device || storage->upload_event)) gpu::host_write(storage);
+  return p;
+}
+
 Primitive& array::primitive() const {
   if (!desc_->node) throw std::logic_error("[array::primitive] the array has no primitive");
   return *desc_->node->primitive;

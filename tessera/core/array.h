@@ -131,15 +131,18 @@ class array {
   bool is_available() const { return status() == ArrayStatus::available; }
 
   // Data access (after evaluation). data<T>() points at the first element.
+  // The non-const form is for writing: the host copy becomes the only valid
+  // one (a device copy is refreshed at its next GPU use).
   template <typename T>
   T* data() {
-    return static_cast<T*>(raw_data());
+    return static_cast<T*>(mutable_data());
   }
   template <typename T>
   const T* data() const {
     return static_cast<const T*>(raw_data());
   }
   void* raw_data() const;
+  void* mutable_data();
   Flags flags() const { return desc_->flags; }
   size_t data_size() const { return desc_->data_size; }
   int64_t offset() const { return desc_->offset; }

@@ -69,6 +69,12 @@ struct NodeTask {
     if (!error) {
       try {
         if (primitive->device() == Device::cpu) {
+          // A kernel may write an input's buffer (donation) that a copy to
+          // the device still reads.
+          for (auto& in : inputs) {
+            auto* st = in.has_data() ? in.buffer().storage() : nullptr;
+            if (st && st->upload_event) gpu::wait_uploads(st);
+          }
           primitive->eval_cpu(inputs, outputs);
           // The CPU may have written the outputs' buffers (also donated ones
           // that have a device copy): the host copy is now the valid one.
@@ -79,8 +85,11 @@ struct NodeTask {
             }
           }
         } else {
+          struct Done {
+            const Stream& s;
+            ~Done() { gpu::task_done(s); }
+          } done{primitive->stream()};
           primitive->eval_gpu(inputs, outputs);
-          gpu::task_done(primitive->stream());
         }
       } catch (...) {
         error = std::current_exception();
@@ -138,8 +147,29 @@ std::optional<Stream> single_cpu_stream(const std::vector<array>& tape) {
   return s;
 }
 
+// Note [Prefetching]
+// Before the first task runs, the tape names every GPU task of this
+// evaluation and its inputs. Those inputs that are already evaluated and valid
+// only on the host are handed to the prefetcher in order of first use: it
+// queues their uploads on the copy stream at once, so that transfers overlap
+// the compute of earlier tasks instead of each task waiting for its own.
+void prefetch_inputs(const std::vector<array>& tape) {
+  if (gpu::device_count() == 0) return;
+  std::vector<allocator::BufferStorage*> wanted;
+  for (auto& a : tape) {
+    if (a.primitive().device() != Device::gpu) continue;
+    for (auto& in : a.inputs()) {
+      if (!in.is_available() || !in.has_data()) continue;
+      auto* st = in.buffer().storage();
+      if (st && !st->device_valid && st->size > 0) wanted.push_back(st);
+    }
+  }
+  if (!wanted.empty()) gpu::prefetch(wanted);
+}
+
 void schedule(const std::vector<array>& outputs, bool synchronous) {
   auto tape = build_tape(outputs);
+  prefetch_inputs(tape);
   std::optional<Stream> inline_stream;
   if (synchronous) {
     inline_stream = single_cpu_stream(tape);

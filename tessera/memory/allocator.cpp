@@ -16,8 +16,33 @@ namespace tessera::allocator {
 
 namespace {
 
-constexpr size_t kHeader = 64;
+constexpr size_t kHeader = 128;
 constexpr size_t kAlign = 64;
+static_assert(sizeof(BufferStorage) <= kHeader);
+
+// Blocks of this size and more come from the GPU's pinned host pool when a GPU
+// is present (Note [Pinned host memory] in backend/cuda/device.cpp).
+constexpr size_t kPinnedMin = size_t{1} << 16;
+
+// A block of kHeader + cap bytes: pinned where that pays, else ordinary memory.
+void* system_alloc(size_t cap, bool& pinned) {
+  pinned = false;
+  if (cap >= kPinnedMin) {
+    if (void* p = gpu::pinned_alloc(kHeader + cap)) {
+      pinned = true;
+      return p;
+    }
+  }
+  return std::aligned_alloc(kAlign, kHeader + cap);
+}
+
+void system_free(BufferStorage* s) {
+  if (s->pinned) {
+    gpu::pinned_free(s);
+  } else {
+    std::free(s);
+  }
+}
 
 size_t physical_memory() {
   long pages = sysconf(_SC_PHYS_PAGES);
@@ -57,24 +82,27 @@ class HostAllocator {
         throw std::runtime_error(msg.str());
       }
       lock.unlock();
-      void* p = std::aligned_alloc(kAlign, kHeader + cap);
+      bool pinned = false;
+      void* p = system_alloc(cap, pinned);
       if (!p) {
         lock.lock();
         release_cache(0);
         lock.unlock();
-        p = std::aligned_alloc(kAlign, kHeader + cap);
+        p = system_alloc(cap, pinned);
         if (!p) {
           throw std::runtime_error("[malloc] the system could not allocate " +
                                    std::to_string(size) + " bytes");
         }
       }
       s = new (p) BufferStorage{static_cast<char*>(p) + kHeader, size, cap};
+      s->pinned = pinned;
       lock.lock();
     }
     s->size = size;
     s->host_valid = true;
     s->device_valid = false;
     s->device_stream = -1;
+    s->in_use = 0;
     active_ += cap;
     if (active_ > peak_) peak_ = active_;
     return Buffer(s);
@@ -83,16 +111,18 @@ class HostAllocator {
   void free(Buffer b) {
     BufferStorage* s = b.storage();
     if (!s) return;
-    if (s->device) gpu::release_device(s);
+    // Waits for copies still reading the host copy before it can be reused.
+    if (s->device || s->upload_event) gpu::release_device(s);
     if (s->separate_host) {
-      std::free(s->host);
+      BufferStorage* block = s->host_block;
       delete s;
+      if (block) free(Buffer(block));
       return;
     }
     std::lock_guard lock(mutex_);
     active_ -= s->capacity;
     if (cache_limit_ == 0) {
-      std::free(s);
+      system_free(s);
       return;
     }
     put_cached(s);
@@ -151,14 +181,14 @@ class HostAllocator {
     while (cache_bytes_ > target && !cache_.empty()) {
       auto it = std::prev(cache_.end());
       cache_bytes_ -= it->first;
-      std::free(it->second);
+      system_free(it->second);
       cache_.erase(it);
     }
     for (size_t c = small_.size(); c-- > 0 && cache_bytes_ > target;) {
       auto& list = small_[c];
       while (!list.empty() && cache_bytes_ > target) {
         cache_bytes_ -= list.back()->capacity;
-        std::free(list.back());
+        system_free(list.back());
         list.pop_back();
       }
     }
@@ -199,8 +229,16 @@ void reset_peak_memory() {
   gpu::reset_peak_memory();
 }
 size_t get_cache_memory() { return allocator::host_allocator().cache() + gpu::cache_memory(); }
-size_t get_memory_limit() { return allocator::host_allocator().memory_limit(); }
-size_t set_memory_limit(size_t limit) { return allocator::host_allocator().set_memory_limit(limit); }
+// With a GPU the limit is the device pool's (Note [Eviction] in
+// backend/cuda/device.cpp); host memory is then bounded by the system only.
+size_t get_memory_limit() {
+  if (gpu::device_count() > 0) return gpu::memory_limit();
+  return allocator::host_allocator().memory_limit();
+}
+size_t set_memory_limit(size_t limit) {
+  if (gpu::device_count() > 0) return gpu::set_memory_limit(limit);
+  return allocator::host_allocator().set_memory_limit(limit);
+}
 size_t set_cache_limit(size_t limit) { return allocator::host_allocator().set_cache_limit(limit); }
 size_t set_wired_limit(size_t) { return 0; }
 void clear_cache() {

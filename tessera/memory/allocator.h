@@ -25,10 +25,19 @@ struct BufferStorage {
   void* device = nullptr;    // device copy, or null
   bool host_valid = true;
   bool device_valid = false;
-  int device_stream = -1;    // stream index of the last GPU work on the device copy
+  // The block is page-locked memory from the GPU's host pool.
+  bool pinned = false;
   // Storage made by the GPU backend for a device-born buffer: the header is a
-  // separate object and the host copy is allocated when first needed.
+  // separate object and the host copy, a block of the host allocator
+  // (host_block), is taken when first needed.
   bool separate_host = false;
+  int device_stream = -1;    // stream of the last GPU work on the device copy
+  int in_use = 0;            // GPU tasks using the device copy now (not evictable)
+  void* upload_event = nullptr;  // cudaEvent_t after the last host-to-device copy
+  BufferStorage* host_block = nullptr;
+  // Buffers with a device copy, least recently used first (eviction order).
+  BufferStorage* lru_prev = nullptr;
+  BufferStorage* lru_next = nullptr;
 };
 
 class Buffer {

@@ -113,7 +113,7 @@ void copy_into(const array& in, array& out) {
   }
   if (in.size() == 0) return;
   const void* src = in.raw_data();
-  void* dst = out.raw_data();
+  void* dst = out.mutable_data();
   if (in.dtype() == out.dtype()) {
     if (in.flags().row_contiguous && out.flags().row_contiguous) {
       std::memcpy(dst, src, in.nbytes());

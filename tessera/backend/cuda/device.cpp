@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tessera/backend/gpu.h"
+#include "tessera/memory/allocator.h"
 
 namespace tessera::gpu {
 
@@ -51,15 +52,58 @@ const cudaDeviceProp& properties(int device) {
   return props;
 }
 
+// Note [Pinned host memory]
+// With a GPU present, the host allocator takes its blocks of 64 KiB and more
+// from page-locked memory (cudaHostAlloc), and caches them like any other
+// block. Copies between such a block and the device run at DMA speed and are
+// asynchronous, so the copy engine works while the CPU and the compute streams
+// go on. Because a copy can still be reading a host block after the call that
+// queued it returns, every host write and every free of a block waits for the
+// block's last upload first (BufferStorage::upload_event).
+void* pinned_alloc(size_t bytes) {
+  if (device_count() == 0) return nullptr;
+  void* p = nullptr;
+  if (cudaHostAlloc(&p, bytes, cudaHostAllocPortable) != cudaSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  return p;
+}
+
+void pinned_free(void* p) {
+  if (cudaFreeHost(p) != cudaSuccess) cudaGetLastError();
+}
+
 namespace {
 
-// Streams by Tessera stream index, and the device memory pool.
+using allocator::BufferStorage;
+
+// The stream index that stands for the copy stream in BufferStorage::device_stream.
+constexpr int kCopyStream = -2;
+
+// Note [Eviction]
+// The device pool has a limit (set_memory_limit; 95% of the device's memory
+// by default). Buffers with a device copy form a list, least recently used
+// first. An allocation that would pass the limit first evicts from the front
+// of that list: a copy that is the only valid one is written back to the
+// host, then the device copy is freed (stream-ordered, after the work that
+// uses it). Buffers in use by the task being encoded (in_use) are skipped.
+// Only when nothing is left to evict does the allocation fail, with an error
+// naming the sizes.
+//
+// One mutex guards all of it: the residency fields of every BufferStorage, the
+// list, the streams and the counters.
 struct CudaState {
   std::mutex mutex;
   std::vector<cudaStream_t> streams;
+  cudaStream_t copy_stream = nullptr;
   cudaMemPool_t pool = nullptr;
+  std::vector<cudaEvent_t> free_events;
+  BufferStorage* lru_head = nullptr;
+  BufferStorage* lru_tail = nullptr;
   size_t active = 0;
   size_t peak = 0;
+  size_t limit = 0;
 
   CudaState() {
     TESSERA_CUDA_CHECK(cudaSetDevice(0));
@@ -68,6 +112,10 @@ struct CudaState {
     // every synchronisation.
     uint64_t threshold = std::numeric_limits<uint64_t>::max();
     TESSERA_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+    TESSERA_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream, cudaStreamNonBlocking));
+    size_t free_bytes = 0, total = 0;
+    TESSERA_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
+    limit = total / 20 * 19;
   }
 };
 
@@ -77,66 +125,207 @@ CudaState& state() {
   return *s;
 }
 
-// Guards the residency fields of every BufferStorage.
-std::mutex& residency_mutex() {
-  static std::mutex* m = new std::mutex();
-  return *m;
-}
+// Everything below that ends in _locked expects state().mutex to be held.
 
-cudaStream_t stream_by_index(int index) {
+cudaStream_t stream_locked(int index) {
   auto& st = state();
-  std::lock_guard l(st.mutex);
   if (index < 0 || index >= static_cast<int>(st.streams.size()) || !st.streams[index]) {
-    // Work that is not tied to a stream (a buffer never used by a kernel).
-    return cudaStreamLegacy;
+    return st.copy_stream;
   }
   return st.streams[index];
 }
 
-void* device_alloc(size_t bytes, cudaStream_t s) {
+cudaEvent_t take_event_locked() {
+  auto& st = state();
+  if (!st.free_events.empty()) {
+    cudaEvent_t e = st.free_events.back();
+    st.free_events.pop_back();
+    return e;
+  }
+  cudaEvent_t e;
+  TESSERA_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  return e;
+}
+
+void give_event_locked(cudaEvent_t e) { state().free_events.push_back(e); }
+
+// Makes `waiter` wait for the work queued on stream index `index` so far.
+void order_after_locked(cudaStream_t waiter, int index) {
+  cudaStream_t producer = stream_locked(index);
+  if (producer == waiter) return;
+  cudaEvent_t e = take_event_locked();
+  TESSERA_CUDA_CHECK(cudaEventRecord(e, producer));
+  TESSERA_CUDA_CHECK(cudaStreamWaitEvent(waiter, e, 0));
+  give_event_locked(e);
+}
+
+void lru_remove_locked(BufferStorage* b) {
+  auto& st = state();
+  (b->lru_prev ? b->lru_prev->lru_next : st.lru_head) = b->lru_next;
+  (b->lru_next ? b->lru_next->lru_prev : st.lru_tail) = b->lru_prev;
+  b->lru_prev = b->lru_next = nullptr;
+}
+
+void lru_push_back_locked(BufferStorage* b) {
+  auto& st = state();
+  b->lru_prev = st.lru_tail;
+  b->lru_next = nullptr;
+  (st.lru_tail ? st.lru_tail->lru_next : st.lru_head) = b;
+  st.lru_tail = b;
+}
+
+void lru_touch_locked(BufferStorage* b) {
+  if (state().lru_tail == b) return;
+  lru_remove_locked(b);
+  lru_push_back_locked(b);
+}
+
+// Waits until the last upload of b has read its host copy.
+void finish_upload_locked(BufferStorage* b) {
+  if (!b->upload_event) return;
+  auto e = static_cast<cudaEvent_t>(b->upload_event);
+  cudaError_t err = cudaEventSynchronize(e);
+  if (err != cudaSuccess) cudaGetLastError();
+  b->upload_event = nullptr;
+  give_event_locked(e);
+}
+
+void free_device_locked(BufferStorage* b) {
+  auto& st = state();
+  cudaError_t err = cudaFreeAsync(b->device, stream_locked(b->device_stream));
+  if (err != cudaSuccess) cudaGetLastError();  // frees never throw (destructors)
+  b->device = nullptr;
+  b->device_valid = false;
+  lru_remove_locked(b);
+  st.active -= std::min(st.active, b->size);
+}
+
+void ensure_host_block_locked(BufferStorage* b) {
+  if (b->host) return;
+  BufferStorage* block = allocator::malloc(b->size).storage();
+  b->host_block = block;
+  b->host = block->host;
+}
+
+// Copies the device copy of b to the host, queued after the work that wrote
+// it; returns the event that marks its end.
+cudaEvent_t queue_download_locked(BufferStorage* b) {
+  ensure_host_block_locked(b);
+  cudaStream_t cs = stream_locked(b->device_stream);
+  if (b->size > 0) {
+    TESSERA_CUDA_CHECK(cudaMemcpyAsync(b->host, b->device, b->size, cudaMemcpyDeviceToHost, cs));
+  }
+  cudaEvent_t e = take_event_locked();
+  TESSERA_CUDA_CHECK(cudaEventRecord(e, cs));
+  return e;
+}
+
+// Evicts least recently used device copies until `bytes` more fit under the
+// limit, or nothing evictable is left.
+void evict_locked(size_t bytes) {
+  auto& st = state();
+  BufferStorage* b = st.lru_head;
+  while (b && st.active + bytes > st.limit) {
+    BufferStorage* next = b->lru_next;
+    if (b->in_use == 0) {
+      if (!b->host_valid) {
+        cudaEvent_t e = queue_download_locked(b);
+        TESSERA_CUDA_CHECK(cudaEventSynchronize(e));
+        give_event_locked(e);
+        b->host_valid = true;
+      }
+      free_device_locked(b);
+    }
+    b = next;
+  }
+}
+
+[[noreturn]] void throw_out_of_memory(size_t bytes, const char* why) {
+  auto& st = state();
+  std::ostringstream msg;
+  msg << "[gpu::malloc] cannot allocate " << bytes << " bytes of device memory: " << st.active
+      << " bytes are in use by arrays that the running work needs and the limit is " << st.limit
+      << " bytes (" << why << ")";
+  throw std::runtime_error(msg.str());
+}
+
+// Device memory for work queued on cs. With `evict` false (the prefetcher),
+// returns null instead of evicting or failing.
+void* device_alloc_locked(size_t bytes, cudaStream_t cs, bool evict = true) {
+  auto& st = state();
+  if (st.active + bytes > st.limit) {
+    if (!evict) return nullptr;
+    evict_locked(bytes);
+    if (st.active + bytes > st.limit) throw_out_of_memory(bytes, "memory limit");
+  }
   void* p = nullptr;
-  cudaError_t err = cudaMallocAsync(&p, bytes == 0 ? 1 : bytes, s);
+  cudaError_t err = cudaMallocAsync(&p, bytes == 0 ? 1 : bytes, cs);
   if (err != cudaSuccess) {
     cudaGetLastError();
-    // Give cached memory back to the device and try once more.
-    TESSERA_CUDA_CHECK(cudaStreamSynchronize(s));
-    TESSERA_CUDA_CHECK(cudaMemPoolTrimTo(state().pool, 0));
-    err = cudaMallocAsync(&p, bytes == 0 ? 1 : bytes, s);
+    if (!evict) return nullptr;
+    // The device itself is full: evict everything evictable, give the pool's
+    // cached memory back, and try once more.
+    evict_locked(st.limit);
+    TESSERA_CUDA_CHECK(cudaDeviceSynchronize());
+    TESSERA_CUDA_CHECK(cudaMemPoolTrimTo(st.pool, 0));
+    err = cudaMallocAsync(&p, bytes == 0 ? 1 : bytes, cs);
     if (err != cudaSuccess) {
       cudaGetLastError();
-      std::ostringstream msg;
-      msg << "[gpu::malloc] cannot allocate " << bytes << " bytes of device memory: "
-          << cudaGetErrorString(err) << " (" << active_memory() << " bytes in use)";
-      throw std::runtime_error(msg.str());
+      throw_out_of_memory(bytes, cudaGetErrorString(err));
     }
   }
-  auto& st = state();
-  std::lock_guard l(st.mutex);
   st.active += bytes;
   if (st.active > st.peak) st.peak = st.active;
   return p;
 }
 
-// Makes the device copy exist and valid for work on stream s; the caller
-// holds the residency mutex.
-void ensure_device(allocator::BufferStorage* b, const Stream& s, cudaStream_t cs) {
-  if (!b->device) {
-    b->device = device_alloc(b->size, cs);
-    b->device_valid = false;
+// Queues the copy of b's host copy into its device copy on the copy stream.
+void upload_locked(BufferStorage* b) {
+  auto& st = state();
+  // Kernels may still read the old contents of the device copy.
+  if (b->device_stream >= 0) order_after_locked(st.copy_stream, b->device_stream);
+  if (b->size > 0) {
+    TESSERA_CUDA_CHECK(
+        cudaMemcpyAsync(b->device, b->host, b->size, cudaMemcpyHostToDevice, st.copy_stream));
   }
-  if (!b->device_valid) {
-    if (b->size > 0) {
-      TESSERA_CUDA_CHECK(
-          cudaMemcpyAsync(b->device, b->host, b->size, cudaMemcpyHostToDevice, cs));
-    }
-    b->device_valid = true;
-  } else if (b->device_stream >= 0 && b->device_stream != s.index) {
-    // Order after the last GPU work on this copy, on another stream.
-    cudaEvent_t ev;
-    TESSERA_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
-    TESSERA_CUDA_CHECK(cudaEventRecord(ev, stream_by_index(b->device_stream)));
-    TESSERA_CUDA_CHECK(cudaStreamWaitEvent(cs, ev, 0));
-    TESSERA_CUDA_CHECK(cudaEventDestroy(ev));
+  if (!b->upload_event) b->upload_event = take_event_locked();
+  TESSERA_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(b->upload_event), st.copy_stream));
+  b->device_valid = true;
+  b->device_stream = kCopyStream;
+}
+
+// The buffers the task on this thread uses (in_use) and its scratch memory.
+struct Scratch {
+  void* ptr;
+  size_t bytes;
+  int stream;
+};
+thread_local std::vector<Scratch> tl_scratch;
+thread_local std::vector<BufferStorage*> tl_used;
+
+void mark_in_use_locked(BufferStorage* b) {
+  ++b->in_use;
+  tl_used.push_back(b);
+}
+
+// Makes the device copy of b exist and valid for work on stream s.
+void ensure_device_locked(BufferStorage* b, const Stream& s, cudaStream_t cs) {
+  auto& st = state();
+  mark_in_use_locked(b);
+  if (!b->device) {
+    // Allocated on the copy stream, which writes it first.
+    b->device = device_alloc_locked(b->size, st.copy_stream);
+    b->device_valid = false;
+    b->device_stream = kCopyStream;
+    lru_push_back_locked(b);
+  } else {
+    lru_touch_locked(b);
+  }
+  if (!b->device_valid) upload_locked(b);
+  if (b->device_stream == kCopyStream && b->upload_event) {
+    TESSERA_CUDA_CHECK(cudaStreamWaitEvent(cs, static_cast<cudaEvent_t>(b->upload_event), 0));
+  } else if (b->device_stream != s.index) {
+    order_after_locked(cs, b->device_stream);
   }
   b->device_stream = s.index;
 }
@@ -144,13 +333,6 @@ void ensure_device(allocator::BufferStorage* b, const Stream& s, cudaStream_t cs
 char* element_ptr(void* base, const array& a) {
   return static_cast<char*>(base) + a.offset() * static_cast<int64_t>(a.itemsize());
 }
-
-struct Scratch {
-  void* ptr;
-  size_t bytes;
-  int stream;
-};
-thread_local std::vector<Scratch> tl_scratch;
 
 }  // namespace
 
@@ -167,7 +349,9 @@ cudaStream_t cuda_stream(const Stream& s) {
   if (s.device != Device::gpu) {
     throw std::logic_error("[gpu::cuda_stream] stream is not a GPU stream (bug)");
   }
-  return stream_by_index(s.index);
+  auto& st = state();
+  std::lock_guard l(st.mutex);
+  return stream_locked(s.index);
 }
 
 void synchronize(const Stream& s) { TESSERA_CUDA_CHECK(cudaStreamSynchronize(cuda_stream(s))); }
@@ -175,16 +359,16 @@ void synchronize(const Stream& s) { TESSERA_CUDA_CHECK(cudaStreamSynchronize(cud
 const void* device_ptr(const array& a, const Stream& s) {
   auto* b = a.buffer().storage();
   cudaStream_t cs = cuda_stream(s);
-  std::lock_guard l(residency_mutex());
-  ensure_device(b, s, cs);
+  std::lock_guard l(state().mutex);
+  ensure_device_locked(b, s, cs);
   return element_ptr(b->device, a);
 }
 
 void* writable_device_ptr(array& out, const Stream& s) {
   auto* b = out.buffer().storage();
   cudaStream_t cs = cuda_stream(s);
-  std::lock_guard l(residency_mutex());
-  ensure_device(b, s, cs);
+  std::lock_guard l(state().mutex);
+  ensure_device_locked(b, s, cs);
   b->host_valid = false;
   return element_ptr(b->device, out);
 }
@@ -193,82 +377,106 @@ void* allocate_output(array& out, const Stream& s, size_t data_size, Strides str
                       Flags flags) {
   cudaStream_t cs = cuda_stream(s);
   size_t bytes = data_size * out.itemsize();
-  auto* b = new allocator::BufferStorage{nullptr, bytes, bytes};
+  auto* b = new BufferStorage{nullptr, bytes, bytes};
   b->separate_host = true;
   b->host_valid = false;
-  try {
-    b->device = device_alloc(bytes, cs);
-  } catch (...) {
-    delete b;
-    throw;
+  {
+    std::lock_guard l(state().mutex);
+    try {
+      b->device = device_alloc_locked(bytes, cs);
+    } catch (...) {
+      delete b;
+      throw;
+    }
+    b->device_valid = true;
+    b->device_stream = s.index;
+    lru_push_back_locked(b);
+    mark_in_use_locked(b);
   }
-  b->device_valid = true;
-  b->device_stream = s.index;
   out.set_data(allocator::Buffer(b), data_size, std::move(strides), flags);
   return b->device;
 }
 
 void* allocate_output(array& out, const Stream& s) {
-  void* p = allocate_output(out, s, out.size(), row_major_strides(out.shape()),
-                            compute_flags(out.shape(), row_major_strides(out.shape())));
-  return p;
+  return allocate_output(out, s, out.size(), row_major_strides(out.shape()),
+                         compute_flags(out.shape(), row_major_strides(out.shape())));
 }
 
 void* scratch(size_t bytes, const Stream& s) {
   cudaStream_t cs = cuda_stream(s);
-  void* p = device_alloc(bytes, cs);
+  std::lock_guard l(state().mutex);
+  void* p = device_alloc_locked(bytes, cs);
   tl_scratch.push_back({p, bytes, s.index});
   return p;
 }
 
 void task_done(const Stream&) {
-  size_t freed = 0;
-  for (auto& sc : tl_scratch) {
-    TESSERA_CUDA_CHECK(cudaFreeAsync(sc.ptr, stream_by_index(sc.stream)));
-    freed += sc.bytes;
-  }
-  tl_scratch.clear();
   auto& st = state();
   std::lock_guard l(st.mutex);
-  st.active -= std::min(st.active, freed);
+  for (auto* b : tl_used) --b->in_use;
+  tl_used.clear();
+  for (auto& sc : tl_scratch) {
+    if (cudaFreeAsync(sc.ptr, stream_locked(sc.stream)) != cudaSuccess) cudaGetLastError();
+    st.active -= std::min(st.active, sc.bytes);
+  }
+  tl_scratch.clear();
 }
 
-void make_host_valid(allocator::BufferStorage* b) {
-  std::lock_guard l(residency_mutex());
+void make_host_valid(BufferStorage* b) {
+  auto& st = state();
+  std::unique_lock l(st.mutex);
   if (b->host_valid) return;
-  if (!b->host) {
-    b->host = std::aligned_alloc(64, ((b->size + 63) / 64) * 64 + 64);
-    if (!b->host) {
-      throw std::runtime_error("[gpu] cannot allocate " + std::to_string(b->size) +
-                               " bytes of host memory for a copy from the device");
-    }
-  }
-  cudaStream_t cs = stream_by_index(b->device_stream);
-  if (b->size > 0) {
-    TESSERA_CUDA_CHECK(cudaMemcpyAsync(b->host, b->device, b->size, cudaMemcpyDeviceToHost, cs));
-  }
-  TESSERA_CUDA_CHECK(cudaStreamSynchronize(cs));
+  cudaEvent_t e = queue_download_locked(b);
+  // The copy is queued before any later free of the device copy on the same
+  // stream, so the wait needs no lock.
+  l.unlock();
+  cudaError_t err = cudaEventSynchronize(e);
+  l.lock();
+  give_event_locked(e);
+  TESSERA_CUDA_CHECK(err);
   b->host_valid = true;
 }
 
-void host_written(allocator::BufferStorage* b) {
-  std::lock_guard l(residency_mutex());
+void host_write(BufferStorage* b) {
+  std::lock_guard l(state().mutex);
+  finish_upload_locked(b);
   b->host_valid = true;
   b->device_valid = false;
 }
 
-void release_device(allocator::BufferStorage* b) {
-  {
-    std::lock_guard l(residency_mutex());
-    if (!b->device) return;
-    cudaError_t err = cudaFreeAsync(b->device, stream_by_index(b->device_stream));
-    if (err != cudaSuccess) cudaGetLastError();  // frees never throw (destructors)
-    b->device = nullptr;
-    b->device_valid = false;
-  }
+void host_written(BufferStorage* b) {
+  std::lock_guard l(state().mutex);
+  b->host_valid = true;
+  b->device_valid = false;
+}
+
+void wait_uploads(BufferStorage* b) {
+  std::lock_guard l(state().mutex);
+  finish_upload_locked(b);
+}
+
+void release_device(BufferStorage* b) {
+  std::lock_guard l(state().mutex);
+  finish_upload_locked(b);
+  if (b->device) free_device_locked(b);
+}
+
+void prefetch(const std::vector<BufferStorage*>& buffers) {
   auto& st = state();
   std::lock_guard l(st.mutex);
-  st.active -= std::min(st.active, b->size);
+  for (auto* b : buffers) {
+    if (!b->host_valid || b->device_valid || b->size == 0) continue;
+    if (!b->device) {
+      // Only into free memory: prefetching never evicts.
+      b->device = device_alloc_locked(b->size, st.copy_stream, /*evict=*/false);
+      if (!b->device) break;
+      b->device_stream = kCopyStream;
+      lru_push_back_locked(b);
+    } else {
+      lru_touch_locked(b);
+    }
+    upload_locked(b);
+  }
 }
 
 size_t active_memory() {
@@ -290,6 +498,22 @@ void reset_peak_memory() {
   auto& st = state();
   std::lock_guard l(st.mutex);
   st.peak = st.active;
+}
+
+size_t memory_limit() {
+  if (device_count() == 0) return 0;
+  auto& st = state();
+  std::lock_guard l(st.mutex);
+  return st.limit;
+}
+
+size_t set_memory_limit(size_t limit) {
+  if (device_count() == 0) return 0;
+  auto& st = state();
+  std::lock_guard l(st.mutex);
+  size_t old = st.limit;
+  st.limit = limit;
+  return old;
 }
 
 size_t cache_memory() {

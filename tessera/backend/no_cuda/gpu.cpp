@@ -12,13 +12,20 @@ void task_done(const Stream&) {}
 void make_host_valid(allocator::BufferStorage*) {
   throw std::logic_error("[gpu] a buffer without a device copy is always valid on the host (bug)");
 }
+void host_write(allocator::BufferStorage*) {}
 void host_written(allocator::BufferStorage*) {}
+void wait_uploads(allocator::BufferStorage*) {}
 void release_device(allocator::BufferStorage*) {}
+void prefetch(const std::vector<allocator::BufferStorage*>&) {}
+void* pinned_alloc(size_t) { return nullptr; }
+void pinned_free(void*) { throw std::logic_error("[gpu] no pinned memory exists (bug)"); }
 size_t active_memory() { return 0; }
 size_t cache_memory() { return 0; }
 size_t peak_memory() { return 0; }
 void reset_peak_memory() {}
 void clear_cache() {}
+size_t memory_limit() { return 0; }
+size_t set_memory_limit(size_t) { return 0; }
 DeviceInfo device_info(int) { throw std::invalid_argument("[device_info] there is no GPU"); }
 
 }  // namespace tessera::gpu
