@@ -1,5 +1,7 @@
 #include "tessera/backend/common/views.h"
 
+#include <algorithm>
+
 namespace tessera::views {
 
 namespace {
@@ -76,13 +78,19 @@ void transpose(const array& in, array& out, const std::vector<int>& axes) {
   out.copy_shared_buffer(in, strides, compute_flags(out.shape(), strides), in.data_size());
 }
 
-void slice(const array& in, array& out, const Shape& start, const Shape& steps) {
-  Strides strides(in.ndim());
+std::pair<Strides, int64_t> slice_strides(const Strides& strides, const Shape& start,
+                                          const Shape& steps) {
+  Strides out(strides.size());
   int64_t offset = 0;
-  for (size_t i = 0; i < in.ndim(); ++i) {
-    offset += int64_t(start[i]) * in.strides()[i];
-    strides[i] = in.strides()[i] * steps[i];
+  for (size_t i = 0; i < strides.size(); ++i) {
+    offset += int64_t(start[i]) * strides[i];
+    out[i] = strides[i] * steps[i];
   }
+  return {out, offset};
+}
+
+void slice(const array& in, array& out, const Shape& start, const Shape& steps) {
+  auto [strides, offset] = slice_strides(in.strides(), start, steps);
   set_view(in, out, strides, offset);
 }
 
@@ -101,15 +109,28 @@ bool reshape(const array& in, array& out) {
   return true;
 }
 
-void diagonal(const array& in, array& out, int offset, int axis1, int axis2) {
-  Strides strides;
-  for (int d = 0; d < static_cast<int>(in.ndim()); ++d) {
-    if (d != axis1 && d != axis2) strides.push_back(in.strides()[d]);
+StridedView diagonal_view(const Shape& shape, const Strides& strides, int offset, int axis1,
+                          int axis2) {
+  StridedView v;
+  for (int d = 0; d < static_cast<int>(shape.size()); ++d) {
+    if (d != axis1 && d != axis2) {
+      v.shape.push_back(shape[d]);
+      v.strides.push_back(strides[d]);
+    }
   }
-  strides.push_back(in.strides()[axis1] + in.strides()[axis2]);
-  int64_t start = offset >= 0 ? int64_t(offset) * in.strides()[axis2]
-                              : -int64_t(offset) * in.strides()[axis1];
-  set_view(in, out, strides, start);
+  const int64_t k = offset;
+  const int64_t start1 = k >= 0 ? 0 : -k;
+  const int64_t start2 = k >= 0 ? k : 0;
+  const int64_t len = std::max<int64_t>(0, std::min(shape[axis1] - start1, shape[axis2] - start2));
+  v.shape.push_back(static_cast<ShapeElem>(len));
+  v.strides.push_back(strides[axis1] + strides[axis2]);
+  v.offset = len > 0 ? start1 * strides[axis1] + start2 * strides[axis2] : 0;
+  return v;
+}
+
+void diagonal(const array& in, array& out, int offset, int axis1, int axis2) {
+  StridedView v = diagonal_view(in.shape(), in.strides(), offset, axis1, axis2);
+  set_view(in, out, v.strides, v.offset);
 }
 
 bool reinterpret(const array& in, array& out) {
@@ -140,6 +161,50 @@ bool reinterpret(const array& in, array& out) {
 void as_strided(const array& in, array& out, const Strides& strides, int64_t offset) {
   out.copy_shared_buffer(in, strides, compute_flags(out.shape(), strides),
                          compute_data_size(out.shape(), strides), offset);
+}
+
+PadPlan pad_plan(const Shape& in_shape, const Shape& out_shape, const Strides& out_strides,
+                 const std::vector<int>& axes, const Shape& low, const Shape& high, bool edge) {
+  const Strides& strides = out_strides;
+  PadPlan p{0, {}};
+  for (size_t i = 0; i < axes.size(); ++i) p.interior += int64_t(low[i]) * strides[axes[i]];
+  if (!edge) {
+    const Strides zeros(out_shape.size(), 0);
+    for (size_t i = 0; i < axes.size(); ++i) {
+      int ax = axes[i];
+      Shape shape = out_shape;
+      if (low[i] > 0) {
+        shape[ax] = low[i];
+        p.copies.push_back({shape, zeros, 0, 0});
+      }
+      if (high[i] > 0) {
+        shape[ax] = high[i];
+        p.copies.push_back({shape, zeros, 0, int64_t(low[i] + in_shape[ax]) * strides[ax]});
+      }
+    }
+    return p;
+  }
+  Shape cur = in_shape;
+  int64_t cur_offset = p.interior;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int ax = axes[i];
+    int64_t n = in_shape[ax];
+    Strides edge_strides = strides;
+    edge_strides[ax] = 0;
+    Shape shape = cur;
+    if (low[i] > 0) {
+      shape[ax] = low[i];
+      p.copies.push_back({shape, edge_strides, cur_offset, cur_offset - low[i] * strides[ax]});
+    }
+    if (high[i] > 0) {
+      shape[ax] = high[i];
+      p.copies.push_back(
+          {shape, edge_strides, cur_offset + (n - 1) * strides[ax], cur_offset + n * strides[ax]});
+    }
+    cur[ax] = out_shape[ax];
+    cur_offset -= low[i] * strides[ax];
+  }
+  return p;
 }
 
 std::optional<TransposePlan> transpose_plan(const Shape& shape, const Strides& in_strides,

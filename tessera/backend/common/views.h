@@ -8,6 +8,7 @@
 #pragma once
 
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "tessera/core/array.h"
@@ -26,6 +27,9 @@ void broadcast(const array& in, array& out);
 void transpose(const array& in, array& out, const std::vector<int>& axes);
 // Elements start[i], start[i] + steps[i], ... on each axis.
 void slice(const array& in, array& out, const Shape& start, const Shape& steps);
+// The strides and element offset of that slice of a layout with `strides`.
+std::pair<Strides, int64_t> slice_strides(const Strides& strides, const Shape& start,
+                                          const Shape& steps);
 // out as a view of in in out's shape when in's strides allow it (always for
 // row-contiguous in); false when in must first be made row-contiguous.
 bool reshape(const array& in, array& out);
@@ -37,6 +41,38 @@ void diagonal(const array& in, array& out, int offset, int axis1, int axis2);
 bool reinterpret(const array& in, array& out);
 // out's shape with the given strides and offset (elements) over in's buffer.
 void as_strided(const array& in, array& out, const Strides& strides, int64_t offset);
+
+// A layout over a buffer: shape, strides and offset in elements.
+struct StridedView {
+  Shape shape;
+  Strides strides;
+  int64_t offset;
+};
+// The diagonal at `offset` of the (axis1, axis2) planes of (shape, strides):
+// the other axes in order, then the diagonal as the last axis; the offset is
+// that of its first element (0 when it is empty).
+StridedView diagonal_view(const Shape& shape, const Strides& strides, int offset, int axis1,
+                          int axis2);
+
+// The copies that fill the borders of a padded array once the input is in
+// place: out (out_shape, out_strides) holds the input of in_shape at element
+// offset `interior`. Each copy writes `shape` at dst_offset in out's strides,
+// in order, from a source read with src_strides at src_offset: for
+// constant padding the value (all strides 0); for edge padding out itself,
+// broadcasting the first / last slab of what is filled so far (the padded
+// extent on the axes done, the input's on the rest) axis by axis.
+struct PadPlan {
+  struct Copy {
+    Shape shape;
+    Strides src_strides;
+    int64_t src_offset;
+    int64_t dst_offset;
+  };
+  int64_t interior;
+  std::vector<Copy> copies;
+};
+PadPlan pad_plan(const Shape& in_shape, const Shape& out_shape, const Strides& out_strides,
+                 const std::vector<int>& axes, const Shape& low, const Shape& high, bool edge);
 
 // A copy between two layouts of one shape that is dense along axis a in the
 // source and along another axis b in the destination: the tiled-transpose plan

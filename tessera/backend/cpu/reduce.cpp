@@ -20,6 +20,8 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "tessera/backend/common/reduce_plan.h"
+#include "tessera/backend/common/views.h"
 #include "tessera/backend/cpu/dispatch.h"
 #include "tessera/backend/cpu/reduce.h"
 #include "tessera/backend/cpu/strided.h"
@@ -74,51 +76,9 @@ constexpr int64_t kBlock = kReduceBlock;
 constexpr int64_t kParallelWork = 1 << 15;  // elements below which a kernel runs inline
 constexpr int64_t kColumnBlock = 256;       // outputs a column kernel accumulates at once
 
-// ---- the plan ----------------------------------------------------------------
-
-struct ReducePlan {
-  Shape kept_shape;  // output order (row-major), collapsed
-  Strides kept_strides;
-  Shape red_shape;  // reduced axes, largest stride outermost, collapsed
-  Strides red_strides;
-  int64_t out_size = 1;
-  int64_t red_size = 1;
-
-  int64_t row_len() const { return red_shape.back(); }
-  int64_t row_stride() const { return red_strides.back(); }
-  int64_t out_loc(int64_t o) const { return elem_to_loc(o, kept_shape, kept_strides); }
-};
-
-ReducePlan make_plan(const Shape& shape, const Strides& strides, const std::vector<int>& axes) {
-  std::vector<char> reduced(shape.size(), 0);
-  for (int ax : axes) reduced[ax] = 1;
-  std::vector<int> kept_dims, red_dims;
-  for (int d = 0; d < static_cast<int>(shape.size()); ++d) {
-    (reduced[d] ? red_dims : kept_dims).push_back(d);
-  }
-  // Stride-0 (broadcast) axes go outermost, then by decreasing |stride|.
-  auto key = [&](int d) {
-    return strides[d] == 0 ? std::numeric_limits<int64_t>::max() : std::abs(strides[d]);
-  };
-  std::stable_sort(red_dims.begin(), red_dims.end(), [&](int a, int b) { return key(a) > key(b); });
-
-  auto group = [&](const std::vector<int>& dims, Shape& gs, Strides& gst, int64_t& count) {
-    Shape s;
-    Strides st;
-    count = 1;
-    for (int d : dims) {
-      s.push_back(shape[d]);
-      st.push_back(strides[d]);
-      count *= shape[d];
-    }
-    auto [cs, cst] = collapse_contiguous_dims(s, {st});
-    gs = std::move(cs);
-    gst = std::move(cst[0]);
-  };
-  ReducePlan p;
-  group(kept_dims, p.kept_shape, p.kept_strides, p.out_size);
-  group(red_dims, p.red_shape, p.red_strides, p.red_size);
-  return p;
+// The output's first reduced element for output o.
+inline int64_t out_loc(const ReducePlan& p, int64_t o) {
+  return elem_to_loc(o, p.kept_shape, p.kept_strides);
 }
 
 // Calls f(offset, len, stride) for the row segments of the reduced region
@@ -173,15 +133,6 @@ inline O to_out(Total t) {
     return cast_to<O>(t);
   }
 }
-
-// The C++ type of accumulation_type(T) and inexact_type(T).
-template <typename T>
-using sum_out_t = std::conditional_t<
-    std::is_same_v<T, bool>, int32_t,
-    std::conditional_t<is_integral_v<T> && sizeof(T) <= 4,
-                       std::conditional_t<std::is_signed_v<T>, int32_t, uint32_t>, T>>;
-template <typename T>
-using mean_out_t = std::conditional_t<is_float_v<T> || is_complex_v<T>, T, float>;
 
 // Accumulator (Acc, per lane and block) and Total (across blocks and threads).
 template <typename O>
@@ -394,7 +345,7 @@ void reduce_rows(const typename Op::T* in, const ReducePlan& p, typename Op::O* 
   using Total = typename Op::Total;
   if (p.out_size < 2 * num_threads() && p.red_size >= 2 * kParallelWork) {
     for (int64_t o = 0; o < p.out_size; ++o) {
-      const auto* base = in + p.out_loc(o);
+      const auto* base = in + out_loc(p, o);
       Total t = split_reduce(
           p.red_size, Total(Op::init()),
           [&](int64_t b, int64_t e) { return reduce_range<Op>(base, p, b, e); },
@@ -406,7 +357,7 @@ void reduce_rows(const typename Op::T* in, const ReducePlan& p, typename Op::O* 
   int64_t grain = std::max<int64_t>(1, kParallelWork / std::max<int64_t>(p.red_size, 1));
   parallel_for(p.out_size, grain, [&](int64_t b, int64_t e) {
     for (int64_t o = b; o < e; ++o) {
-      out[o] = Op::finish(reduce_range<Op>(in + p.out_loc(o), p, 0, p.red_size), p.red_size);
+      out[o] = Op::finish(reduce_range<Op>(in + out_loc(p, o), p, 0, p.red_size), p.red_size);
     }
   });
 }
@@ -466,7 +417,7 @@ void reduce_columns(const typename Op::T* in, const ReducePlan& p, typename Op::
   auto task_range = [&](int64_t t, int64_t& j0, int64_t& jl) {
     j0 = (t % jblocks) * kColumnBlock;
     jl = std::min<int64_t>(kColumnBlock, m - j0);
-    return in + p.out_loc((t / jblocks) * m) + j0;
+    return in + out_loc(p, (t / jblocks) * m) + j0;
   };
   if (tasks < 2 * num_threads() && p.red_size * m >= 2 * kParallelWork) {
     // Few blocks of outputs: split the reduced positions across threads.
@@ -533,7 +484,7 @@ void check_out(Dtype out_t, const char* what) {
 // into the row-contiguous `out`.
 void reduce_into(Reduce::ReduceType type, const void* in, Dtype in_t, const Shape& shape,
                  const Strides& strides, const std::vector<int>& axes, void* out, Dtype out_t) {
-  ReducePlan p = make_plan(shape, strides, axes);
+  ReducePlan p = reduce_plan(shape, strides, axes);
   dispatch_all(in_t, [&](auto tag) {
     using T = typename decltype(tag)::type;
     switch (type) {
@@ -632,7 +583,7 @@ void run_arg_reduce(const T* in, const ReducePlan& p, uint32_t* out) {
       for (int64_t t = b; t < e; ++t) {
         int64_t j0 = (t % jblocks) * kColumnBlock;
         int64_t o0 = (t / jblocks) * m + j0;
-        arg_columns<T, IsMax>(in + p.out_loc((t / jblocks) * m) + j0,
+        arg_columns<T, IsMax>(in + out_loc(p, (t / jblocks) * m) + j0,
                               std::min<int64_t>(kColumnBlock, m - j0), n, s, out + o0);
       }
     });
@@ -640,7 +591,7 @@ void run_arg_reduce(const T* in, const ReducePlan& p, uint32_t* out) {
   }
   int64_t grain = std::max<int64_t>(1, kParallelWork / std::max<int64_t>(n, 1));
   parallel_for(p.out_size, grain, [&](int64_t b, int64_t e) {
-    for (int64_t o = b; o < e; ++o) out[o] = arg_row<T, IsMax>(in + p.out_loc(o), n, s);
+    for (int64_t o = b; o < e; ++o) out[o] = arg_row<T, IsMax>(in + out_loc(p, o), n, s);
   });
 }
 
@@ -692,7 +643,7 @@ void run_variance(const T* in, const ReducePlan& p, mean_out_t<T>* out, int ddof
     return split_reduce(n, D{}, range, [](D a, D b) { return a + b; });
   };
   auto one = [&](int64_t o, bool split) {
-    const T* base = in + p.out_loc(o);
+    const T* base = in + out_loc(p, o);
     D mean = total(base, D{}, false, split) / static_cast<double>(n);
     double ss = std::real(total(base, mean, true, split));
     double v = ss / divisor;
@@ -723,7 +674,7 @@ void Reduce::eval_cpu(const std::vector<array>& inputs, array& out) {
 void ArgReduce::eval_cpu(const std::vector<array>& inputs, array& out) {
   const array& in = inputs[0];
   out.set_data(allocator::malloc(out.nbytes()));
-  ReducePlan p = make_plan(in.shape(), in.strides(), {axis_});
+  ReducePlan p = reduce_plan(in.shape(), in.strides(), {axis_});
   dispatch_all(in.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (type_ == ArgMax) {
@@ -737,7 +688,7 @@ void ArgReduce::eval_cpu(const std::vector<array>& inputs, array& out) {
 void Variance::eval_cpu(const std::vector<array>& inputs, array& out) {
   const array& in = inputs[0];
   out.set_data(allocator::malloc(out.nbytes()));
-  ReducePlan p = make_plan(in.shape(), in.strides(), axes_);
+  ReducePlan p = reduce_plan(in.shape(), in.strides(), axes_);
   dispatch_all(in.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     check_out<mean_out_t<T>>(out.dtype(), "Variance");
@@ -748,26 +699,11 @@ void Variance::eval_cpu(const std::vector<array>& inputs, array& out) {
 void Trace::eval_cpu(const std::vector<array>& inputs, array& out) {
   // The diagonal as a strided view: the kept axes, then the diagonal axis.
   const array& in = inputs[0];
-  Shape shape;
-  Strides strides;
-  for (int d = 0; d < static_cast<int>(in.ndim()); ++d) {
-    if (d != axis1_ && d != axis2_) {
-      shape.push_back(in.shape(d));
-      strides.push_back(in.strides(d));
-    }
-  }
-  int64_t n1 = in.shape(axis1_), n2 = in.shape(axis2_);
-  int64_t k = offset_;
-  int64_t start1 = k >= 0 ? 0 : -k;
-  int64_t start2 = k >= 0 ? k : 0;
-  int64_t len = std::max<int64_t>(0, std::min(n1 - start1, n2 - start2));
-  int64_t offset = len > 0 ? start1 * in.strides(axis1_) + start2 * in.strides(axis2_) : 0;
-  shape.push_back(static_cast<ShapeElem>(len));
-  strides.push_back(in.strides(axis1_) + in.strides(axis2_));
+  views::StridedView d = views::diagonal_view(in.shape(), in.strides(), offset_, axis1_, axis2_);
   out.set_data(allocator::malloc(out.nbytes()));
-  const char* base = static_cast<const char*>(in.raw_data()) + offset * int64_t(in.itemsize());
-  reduce_into(Reduce::Sum, base, in.dtype(), shape, strides,
-              {static_cast<int>(shape.size()) - 1}, out.raw_data(), out.dtype());
+  const char* base = static_cast<const char*>(in.raw_data()) + d.offset * int64_t(in.itemsize());
+  reduce_into(Reduce::Sum, base, in.dtype(), d.shape, d.strides,
+              {static_cast<int>(d.shape.size()) - 1}, out.raw_data(), out.dtype());
 }
 
 }  // namespace tessera

@@ -43,12 +43,7 @@ void slice_update_cpu(const array& src, const array& update, array& out, const S
     cpu::copy_to_row_contiguous(src, out);
   }
   if (update.size() == 0) return;
-  Strides strides(out.ndim());
-  int64_t offset = 0;
-  for (size_t i = 0; i < out.ndim(); ++i) {
-    offset += int64_t(start[i]) * out.strides()[i];
-    strides[i] = out.strides()[i] * steps[i];
-  }
+  auto [strides, offset] = views::slice_strides(out.strides(), start, steps);
   array region = view_of(out, update.shape(), strides, offset);
   cpu::copy_into(update, region);
 }
@@ -110,57 +105,16 @@ void Pad::eval_cpu(const std::vector<array>& inputs, array& out) {
   out.set_data(allocator::malloc(out.nbytes()));
   if (out.size() == 0) return;
   const Strides& strides = out.strides();
-  int64_t interior = 0;
-  for (size_t i = 0; i < axes_.size(); ++i) interior += int64_t(low_[i]) * strides[axes_[i]];
-  array inner = view_of(out, in.shape(), strides, interior);
+  views::PadPlan p = views::pad_plan(in.shape(), out.shape(), strides, axes_, low_, high_,
+                                     mode_ == Mode::edge);
+  array inner = view_of(out, in.shape(), strides, p.interior);
   cpu::copy_into(in, inner);
-
-  if (mode_ == Mode::constant) {
-    // Every border slab, from a stride-0 view of the value.
-    const array& value = inputs[1];
-    auto fill = [&](Shape shape, int64_t offset) {
-      array src = view_of(value, shape, Strides(shape.size(), 0), 0);
-      array dst = view_of(out, shape, strides, offset);
-      cpu::copy_into(src, dst);
-    };
-    for (size_t i = 0; i < axes_.size(); ++i) {
-      int ax = axes_[i];
-      Shape shape = out.shape();
-      if (low_[i] > 0) {
-        shape[ax] = low_[i];
-        fill(shape, 0);
-      }
-      if (high_[i] > 0) {
-        shape[ax] = high_[i];
-        fill(shape, int64_t(low_[i] + in.shape(ax)) * strides[ax]);
-      }
-    }
-    return;
-  }
-  // Edge: axis by axis, broadcast the first / last slab of what is filled so far
-  // (padded extent on the axes done, interior on the rest) into the borders.
-  Shape cur = in.shape();
-  int64_t cur_offset = interior;
-  for (size_t i = 0; i < axes_.size(); ++i) {
-    int ax = axes_[i];
-    int64_t n = in.shape(ax);
-    Strides edge = strides;
-    edge[ax] = 0;
-    Shape shape = cur;
-    if (low_[i] > 0) {
-      shape[ax] = low_[i];
-      array src = view_of(out, shape, edge, cur_offset);
-      array dst = view_of(out, shape, strides, cur_offset - low_[i] * strides[ax]);
-      cpu::copy_into(src, dst);
-    }
-    if (high_[i] > 0) {
-      shape[ax] = high_[i];
-      array src = view_of(out, shape, edge, cur_offset + (n - 1) * strides[ax]);
-      array dst = view_of(out, shape, strides, cur_offset + n * strides[ax]);
-      cpu::copy_into(src, dst);
-    }
-    cur[ax] = out.shape(ax);
-    cur_offset -= low_[i] * strides[ax];
+  // The borders, each from a view of the value (constant) or of out (edge).
+  const array& src = mode_ == Mode::constant ? inputs[1] : out;
+  for (const auto& c : p.copies) {
+    array from = view_of(src, c.shape, c.src_strides, c.src_offset);
+    array to = view_of(out, c.shape, strides, c.dst_offset);
+    cpu::copy_into(from, to);
   }
 }
 

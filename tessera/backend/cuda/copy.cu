@@ -17,19 +17,9 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// V elements moved as one aligned load or store.
-template <typename T, int V>
-struct alignas(sizeof(T) * V) Vec {
-  T v[V];
-};
-
-// Elements per 16-byte access of the wider side.
-template <typename In, typename Out>
-inline constexpr int kVec = 16 / std::max(sizeof(In), sizeof(Out));
-
 template <typename In, typename Out>
 __global__ void cast_dense_kernel(const In* src, Out* dst, int64_t n) {
-  constexpr int V = kVec<In, Out>;
+  constexpr int V = vec_width<In, Out>;
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t nvec = n / V;
@@ -124,10 +114,6 @@ __global__ void __launch_bounds__(kTile * kTileRows)
   }
 }
 
-bool is_aligned(const void* p, size_t bytes) {
-  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
-}
-
 // Largest |offset| reachable through shape and strides.
 int64_t max_offset(const Shape& shape, const Strides& strides) {
   int64_t m = 0;
@@ -137,8 +123,8 @@ int64_t max_offset(const Shape& shape, const Strides& strides) {
 
 template <typename In, typename Out>
 bool cast_dense(const In* src, Out* dst, int64_t n, cudaStream_t stream, const char* op) {
-  constexpr int V = kVec<In, Out>;
-  if (!is_aligned(src, sizeof(In) * V) || !is_aligned(dst, sizeof(Out) * V)) return false;
+  constexpr int V = vec_width<In, Out>;
+  if (!aligned(src, sizeof(In) * V) || !aligned(dst, sizeof(Out) * V)) return false;
   cast_dense_kernel<In, Out><<<grid_blocks((n + V - 1) / V, kThreads), kThreads, 0, stream>>>(
       src, dst, n);
   check_launch(op);

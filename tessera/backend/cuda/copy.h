@@ -25,11 +25,10 @@
 #include "tessera/core/device.h"
 
 #ifdef __CUDACC__
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include <limits>
 #include <type_traits>
+
+#include "tessera/backend/cuda/types.cuh"
 #endif
 
 namespace tessera::gpu {
@@ -61,69 +60,6 @@ void cast_gpu(const void* src, Dtype src_t, void* dst, Dtype dst_t, size_t n, co
 unsigned int grid_blocks(int64_t n, int threads);
 
 #ifdef __CUDACC__
-// ---- device element types and casts, shared by the .cu files of this family ----
-
-// complex64 in device code (same layout as std::complex<float>).
-struct alignas(8) Complex64 {
-  float re, im;
-};
-
-template <typename T>
-struct DeviceTag {
-  using type = T;
-};
-
-// Calls f(DeviceTag<T>{}) with the device element type T of dtype t.
-template <typename F>
-decltype(auto) dispatch_device(Dtype t, F&& f) {
-  switch (t.val) {
-    case Dtype::Val::bool_: return f(DeviceTag<bool>{});
-    case Dtype::Val::uint8: return f(DeviceTag<uint8_t>{});
-    case Dtype::Val::uint16: return f(DeviceTag<uint16_t>{});
-    case Dtype::Val::uint32: return f(DeviceTag<uint32_t>{});
-    case Dtype::Val::uint64: return f(DeviceTag<uint64_t>{});
-    case Dtype::Val::int8: return f(DeviceTag<int8_t>{});
-    case Dtype::Val::int16: return f(DeviceTag<int16_t>{});
-    case Dtype::Val::int32: return f(DeviceTag<int32_t>{});
-    case Dtype::Val::int64: return f(DeviceTag<int64_t>{});
-    case Dtype::Val::float16: return f(DeviceTag<__half>{});
-    case Dtype::Val::bfloat16: return f(DeviceTag<__nv_bfloat16>{});
-    case Dtype::Val::float32: return f(DeviceTag<float>{});
-    case Dtype::Val::float64: return f(DeviceTag<double>{});
-    case Dtype::Val::complex64: return f(DeviceTag<Complex64>{});
-  }
-  throw std::logic_error("[gpu] unknown dtype (bug)");
-}
-
-// One unsigned type per element width, for kernels that only move bytes.
-template <typename F>
-decltype(auto) dispatch_width(Dtype t, F&& f) {
-  switch (t.size) {
-    case 1: return f(DeviceTag<uint8_t>{});
-    case 2: return f(DeviceTag<uint16_t>{});
-    case 4: return f(DeviceTag<uint32_t>{});
-    case 8: return f(DeviceTag<uint64_t>{});
-  }
-  throw std::logic_error("[gpu] unknown element size (bug)");
-}
-
-template <typename T>
-inline constexpr bool is_half_v = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
-template <typename T>
-inline constexpr bool is_float_v = std::is_floating_point_v<T> || is_half_v<T>;
-
-// 16-bit floats widen to float; other types stay as they are.
-template <typename T>
-__device__ __forceinline__ auto widen(T v) {
-  if constexpr (std::is_same_v<T, __half>) {
-    return __half2float(v);
-  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return __bfloat162float(v);
-  } else {
-    return v;
-  }
-}
-
 // The conversion of cpu::cast_to, element for element: complex -> real keeps
 // the real part, anything -> bool is "nonzero", float -> integer clamps to the
 // destination range (NaN -> 0), 16-bit floats round to nearest even from float.
@@ -132,15 +68,15 @@ __device__ __forceinline__ Out cast_to(In v) {
   if constexpr (std::is_same_v<Out, In>) {
     return v;
   } else if constexpr (std::is_same_v<Out, bool>) {
-    if constexpr (std::is_same_v<In, Complex64>) {
+    if constexpr (std::is_same_v<In, c64>) {
       return v.re != 0 || v.im != 0;
     } else {
       return widen(v) != 0;
     }
-  } else if constexpr (std::is_same_v<In, Complex64>) {
+  } else if constexpr (std::is_same_v<In, c64>) {
     return cast_to<Out>(v.re);
-  } else if constexpr (std::is_same_v<Out, Complex64>) {
-    return Complex64{static_cast<float>(widen(v)), 0.f};
+  } else if constexpr (std::is_same_v<Out, c64>) {
+    return c64{static_cast<float>(widen(v)), 0.f};
   } else if constexpr (std::is_same_v<Out, __half>) {
     return __float2half_rn(static_cast<float>(widen(v)));
   } else if constexpr (std::is_same_v<Out, __nv_bfloat16>) {

@@ -1,13 +1,14 @@
-// What the elementwise CUDA kernels (unary.cu, binary.cu) share: device
-// element types, 16-byte vectors, launch sizes and output allocation.
+// What the elementwise CUDA kernels (unary.cu, binary.cu) share: the compute
+// types functors see, loads and stores of 16-byte vectors, launch sizes and
+// output allocation.
 //
 //   using D = gpu::device_t<float16_t>;               // __half
 //   float c = gpu::to_compute(x);                      // the functor's argument
 //   out[i] = gpu::from_compute<D>(cpu::Exp{}(c));
 //
-// Host element types (dispatch.h) map to device types of the same size and
-// bit layout; functors (backend/cpu/elementwise.h) see the compute types:
-// float for the 16-bit floats, cuda::std::complex<float> for complex64.
+// Elements are stored as their device types (types.cuh); functors
+// (backend/cpu/elementwise.h) see the compute types: float for the 16-bit
+// floats, cuda::std::complex<float> for complex64.
 #pragma once
 
 #include <cuda/std/complex>
@@ -24,45 +25,31 @@
 #include "tessera/backend/cpu/elementwise.h"
 #include "tessera/backend/cuda/device.h"
 #include "tessera/backend/cuda/indexing.cuh"
+#include "tessera/backend/cuda/types.cuh"
 
 namespace tessera::gpu {
 
-template <typename T>
-struct DeviceType {
-  using type = T;
-};
-template <>
-struct DeviceType<float16_t> {
-  using type = __half;
-};
-template <>
-struct DeviceType<bfloat16_t> {
-  using type = __nv_bfloat16;
-};
-template <>
-struct DeviceType<complex64_t> {
-  using type = cuda::std::complex<float>;
-};
-template <typename T>
-using device_t = typename DeviceType<T>::type;
-
+// The functor's argument: 16-bit floats as float, complex64 as
+// cuda::std::complex<float>.
 template <typename T>
 __device__ __forceinline__ auto to_compute(T x) {
-  if constexpr (std::is_same_v<T, __half>) {
-    return __half2float(x);
-  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return __bfloat162float(x);
+  if constexpr (std::is_same_v<T, c64>) {
+    return cuda::std::complex<float>(x.re, x.im);
   } else {
-    return x;
+    return widen(x);
   }
 }
 
+// The functor's result stored as device type Out.
 template <typename Out, typename C>
 __device__ __forceinline__ Out from_compute(C x) {
   if constexpr (std::is_same_v<Out, __half>) {
     return __float2half_rn(x);
   } else if constexpr (std::is_same_v<Out, __nv_bfloat16>) {
     return __float2bfloat16_rn(x);
+  } else if constexpr (std::is_same_v<Out, c64>) {
+    const cuda::std::complex<float> z(x);
+    return c64{z.real(), z.imag()};
   } else {
     return static_cast<Out>(x);
   }
@@ -79,7 +66,8 @@ struct HostType<cuda::std::complex<float>> {
 
 // What a functor computes in on the device, for host element type T.
 template <typename T>
-using device_compute_t = std::conditional_t<cpu::is_half_v<T>, float, device_t<T>>;
+using device_compute_t = std::conditional_t<cpu::is_complex_v<T>, cuda::std::complex<float>,
+                                            dev_compute_t<device_t<T>>>;
 
 // The stored (host) output type of Op on host input type In: the functor's
 // result, except that a result of In's compute type is stored as In (16-bit
@@ -109,15 +97,6 @@ struct KernelType<Op, T, true> {
 template <typename Op, typename T>
 using kernel_t = typename KernelType<Op, T>::type;
 
-// N elements in one aligned load or store (16 bytes for the widest type).
-template <typename T, int N>
-struct alignas(sizeof(T) * N) Vec {
-  T v[N];
-};
-
-template <typename... T>
-inline constexpr int vec_width = static_cast<int>(16 / std::max({sizeof(T)...}));
-
 template <typename T, int N>
 __device__ __forceinline__ Vec<T, N> load_vec(const T* p, int64_t vec_index) {
   return reinterpret_cast<const Vec<T, N>*>(p)[vec_index];
@@ -132,10 +111,6 @@ __device__ __forceinline__ Vec<T, N> splat(T x) {
 #pragma unroll
   for (int k = 0; k < N; ++k) r.v[k] = x;
   return r;
-}
-
-inline bool aligned(const void* p, size_t bytes) {
-  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
 }
 
 inline constexpr int kBlock = 256;

@@ -2,7 +2,7 @@
 //
 // Every reduction is an Op (init, step, merge, finish; see SumOp below) run by
 // one of two kernels over the input seen as (kept axes) x (reduced axes), each
-// group collapsed (Plan, as on the CPU):
+// group collapsed (ReducePlan, shared with the CPU):
 //   rows     groups of g threads (g a power of two <= 32, or the whole block)
 //            reduce one output each; contiguous rows in 16-byte vectors, other
 //            layouts through strided offsets.
@@ -19,7 +19,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "tessera/backend/cpu/strided.h"
+#include "tessera/backend/common/reduce_plan.h"
+#include "tessera/backend/common/views.h"
+#include "tessera/backend/cpu/reduce.h"
 #include "tessera/backend/cuda/reduce.cuh"
 #include "tessera/ops/primitives/reduce.h"
 
@@ -450,46 +452,7 @@ __global__ void __launch_bounds__(32 * kColRows)
   }
 }
 
-// ---- the plan and the launches -------------------------------------------------------
-
-struct Plan {
-  Shape kept_shape;  // output order (row-major), collapsed
-  Strides kept_strides;
-  Shape red_shape;   // reduced axes, largest stride outermost, collapsed
-  Strides red_strides;
-  int64_t out_size = 1;
-  int64_t red_size = 1;
-};
-
-Plan make_plan(const Shape& shape, const Strides& strides, const std::vector<int>& axes) {
-  std::vector<char> reduced(shape.size(), 0);
-  for (int ax : axes) reduced[ax] = 1;
-  std::vector<int> kept_dims, red_dims;
-  for (int d = 0; d < static_cast<int>(shape.size()); ++d) {
-    (reduced[d] ? red_dims : kept_dims).push_back(d);
-  }
-  auto key = [&](int d) {
-    return strides[d] == 0 ? std::numeric_limits<int64_t>::max() : std::abs(strides[d]);
-  };
-  std::stable_sort(red_dims.begin(), red_dims.end(), [&](int a, int b) { return key(a) > key(b); });
-  auto group = [&](const std::vector<int>& dims, Shape& gs, Strides& gst, int64_t& count) {
-    Shape s;
-    Strides st;
-    count = 1;
-    for (int d : dims) {
-      s.push_back(shape[d]);
-      st.push_back(strides[d]);
-      count *= shape[d];
-    }
-    auto [cs, cst] = cpu::collapse_contiguous_dims(s, {st});
-    gs = std::move(cs);
-    gst = std::move(cst[0]);
-  };
-  Plan p;
-  group(kept_dims, p.kept_shape, p.kept_strides, p.out_size);
-  group(red_dims, p.red_shape, p.red_strides, p.red_size);
-  return p;
-}
+// ---- the launches ------------------------------------------------------------------
 
 int sm_count() { return properties().multiProcessorCount; }
 
@@ -574,7 +537,7 @@ void launch_rows(const Op& op, const typename Op::T* in, typename Op::O* out, Ro
 Dims<1> dims1(const Shape& shape, const Strides& strides) { return make_dims<1>(shape, {strides}); }
 
 template <typename Op, int V>
-void launch_cols(const Op& op, const typename Op::T* in, typename Op::O* out, const Plan& p,
+void launch_cols(const Op& op, const typename Op::T* in, typename Op::O* out, const ReducePlan& p,
                  bool vec, const Launch& l) {
   using Acc = typename Op::Acc;
   static const int occupancy = blocks_per_sm(reduce_cols_kernel<Op, V>, 32 * kColRows);
@@ -622,13 +585,13 @@ constexpr int col_vec() {
 
 // Reduces in (a device pointer, strides relative to it) into the row-contiguous out.
 template <typename Op>
-void run_reduce(const Op& op, const void* in, const Plan& p, void* out, const Launch& l) {
+void run_reduce(const Op& op, const void* in, const ReducePlan& p, void* out, const Launch& l) {
   using T = typename Op::T;
   const T* x = static_cast<const T*>(in);
   auto* y = static_cast<typename Op::O*>(out);
   if (p.out_size == 0) return;
   const int64_t m = p.kept_shape.back();
-  bool columns = p.red_strides.back() != 1 && p.red_size > 1 && p.kept_strides.back() == 1 &&
+  bool columns = p.row_stride() != 1 && p.red_size > 1 && p.kept_strides.back() == 1 &&
                  m >= 4;
   if (columns) {
     constexpr int V = col_vec<Op>();
@@ -650,18 +613,13 @@ void run_reduce(const Op& op, const void* in, const Plan& p, void* out, const La
 
 // ---- dtype dispatch ----------------------------------------------------------------
 
-template <typename H>
-using sum_out_h = std::conditional_t<
-    std::is_same_v<H, bool>, int32_t,
-    std::conditional_t<cpu::is_integral_v<H> && sizeof(H) <= 4,
-                       std::conditional_t<std::is_signed_v<H>, int32_t, uint32_t>, H>>;
-template <typename H>
-using mean_out_h = std::conditional_t<cpu::is_float_v<H> || cpu::is_complex_v<H>, H, float>;
+using cpu::mean_out_t;
+using cpu::sum_out_t;
 
 template <typename H>
 using sum_acc_d = std::conditional_t<
-    cpu::is_integral_v<sum_out_h<H>>,
-    std::make_unsigned_t<std::conditional_t<cpu::is_integral_v<sum_out_h<H>>, sum_out_h<H>, int>>,
+    cpu::is_integral_v<sum_out_t<H>>,
+    std::make_unsigned_t<std::conditional_t<cpu::is_integral_v<sum_out_t<H>>, sum_out_t<H>, int>>,
     dev_compute_t<device_t<H>>>;
 
 // The bits of an element that make it nonzero.
@@ -695,7 +653,7 @@ void check_dtype(Dtype got, Dtype want, const char* op) {
 void reduce_into(Reduce::ReduceType type, const void* in, Dtype in_t, const Shape& shape,
                  const Strides& strides, const std::vector<int>& axes, void* out, Dtype out_t,
                  const Launch& l) {
-  Plan p = make_plan(shape, strides, axes);
+  ReducePlan p = reduce_plan(shape, strides, axes);
   switch (type) {
     case Reduce::Sum:
     case Reduce::Prod: check_dtype(out_t, accumulation_type(in_t), l.name); break;
@@ -712,7 +670,7 @@ void reduce_into(Reduce::ReduceType type, const void* in, Dtype in_t, const Shap
       using U = bits_t<sizeof(H)>;
       run_reduce(LogicalOp<U>{is_and, static_cast<U>(nonzero_mask<H>())}, in, p, out, l);
     };
-    using SumOp = ArithOp<T, sum_acc_d<H>, device_t<sum_out_h<H>>>;
+    using SumOp = ArithOp<T, sum_acc_d<H>, device_t<sum_out_t<H>>>;
     switch (type) {
       case Reduce::And: return logical(true);
       case Reduce::Or: return logical(false);
@@ -758,7 +716,7 @@ void ArgReduce::eval_gpu(const std::vector<array>& inputs, array& out) {
   void* y = allocate_output(out, s);
   if (out.size() == 0) return;
   check_dtype(out.dtype(), uint32, "ArgReduce");
-  Plan p = make_plan(in.shape(), in.strides(), {axis_});
+  ReducePlan p = reduce_plan(in.shape(), in.strides(), {axis_});
   const void* x = input_ptr(in, s);
   dispatch_all(in.dtype(), [&](auto tag) {
     using T = device_t<typename decltype(tag)::type>;
@@ -772,11 +730,11 @@ void Variance::eval_gpu(const std::vector<array>& inputs, array& out) {
   void* y = allocate_output(out, s);
   if (out.size() == 0) return;
   check_dtype(out.dtype(), inexact_type(in.dtype()), "Variance");
-  Plan p = make_plan(in.shape(), in.strides(), axes_);
+  ReducePlan p = reduce_plan(in.shape(), in.strides(), axes_);
   const void* x = input_ptr(in, s);
   dispatch_all(in.dtype(), [&](auto tag) {
     using H = typename decltype(tag)::type;
-    using Op = VarOp<device_t<H>, device_t<mean_out_h<H>>>;
+    using Op = VarOp<device_t<H>, device_t<mean_out_t<H>>>;
     run_reduce(Op{ddof_, take_sqrt_}, x, p, y, Launch{s, "Variance"});
   });
 }
@@ -787,14 +745,14 @@ void LogSumExp::eval_gpu(const std::vector<array>& inputs, array& out) {
   void* y = allocate_output(out, s);
   if (out.size() == 0) return;
   check_dtype(out.dtype(), inexact_type(in.dtype()), "LogSumExp");
-  Plan p = make_plan(in.shape(), in.strides(), axes_);
+  ReducePlan p = reduce_plan(in.shape(), in.strides(), axes_);
   const void* x = input_ptr(in, s);
   dispatch_all(in.dtype(), [&](auto tag) {
     using H = typename decltype(tag)::type;
     if constexpr (cpu::is_complex_v<H>) {
       throw std::logic_error("[LogSumExp] complex input reached the kernel (bug)");
     } else {
-      using Op = LseOp<device_t<H>, device_t<mean_out_h<H>>>;
+      using Op = LseOp<device_t<H>, device_t<mean_out_t<H>>>;
       run_reduce(Op{}, x, p, y, Launch{s, "LogSumExp"});
     }
   });
@@ -804,28 +762,13 @@ void Trace::eval_gpu(const std::vector<array>& inputs, array& out) {
   // The diagonal as a strided view: the kept axes, then the diagonal axis.
   const array& in = inputs[0];
   const Stream& s = stream();
-  Shape shape;
-  Strides strides;
-  for (int d = 0; d < static_cast<int>(in.ndim()); ++d) {
-    if (d != axis1_ && d != axis2_) {
-      shape.push_back(in.shape(d));
-      strides.push_back(in.strides(d));
-    }
-  }
-  int64_t n1 = in.shape(axis1_), n2 = in.shape(axis2_);
-  int64_t k = offset_;
-  int64_t start1 = k >= 0 ? 0 : -k;
-  int64_t start2 = k >= 0 ? k : 0;
-  int64_t len = std::max<int64_t>(0, std::min(n1 - start1, n2 - start2));
-  int64_t offset = len > 0 ? start1 * in.strides(axis1_) + start2 * in.strides(axis2_) : 0;
-  shape.push_back(static_cast<ShapeElem>(len));
-  strides.push_back(in.strides(axis1_) + in.strides(axis2_));
+  views::StridedView d = views::diagonal_view(in.shape(), in.strides(), offset_, axis1_, axis2_);
   void* y = allocate_output(out, s);
   if (out.size() == 0) return;
   const char* base = static_cast<const char*>(input_ptr(in, s));
-  if (base) base += offset * int64_t(in.itemsize());
-  reduce_into(Reduce::Sum, base, in.dtype(), shape, strides, {static_cast<int>(shape.size()) - 1},
-              y, out.dtype(), Launch{s, "Trace"});
+  if (base) base += d.offset * int64_t(in.itemsize());
+  reduce_into(Reduce::Sum, base, in.dtype(), d.shape, d.strides,
+              {static_cast<int>(d.shape.size()) - 1}, y, out.dtype(), Launch{s, "Trace"});
 }
 
 }  // namespace tessera

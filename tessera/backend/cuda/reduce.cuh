@@ -1,5 +1,5 @@
 // Pieces shared by the reduction kernels (reduce.cu) and softmax (softmax.cu):
-// device element types, conversions, strided offsets, 16-byte vectors and
+// conversions between device element types (types.cuh), strided offsets and
 // warp / block reductions of any trivially copyable accumulator.
 #pragma once
 
@@ -14,45 +14,9 @@
 #include "tessera/backend/cpu/dispatch.h"
 #include "tessera/backend/cuda/device.h"
 #include "tessera/backend/cuda/indexing.cuh"
+#include "tessera/backend/cuda/types.cuh"
 
 namespace tessera::gpu {
-
-// complex64 on the device (same layout as std::complex<float>).
-struct c64 {
-  float re, im;
-};
-__host__ __device__ inline c64 operator+(c64 a, c64 b) { return {a.re + b.re, a.im + b.im}; }
-__host__ __device__ inline c64 operator*(c64 a, c64 b) {
-  return {a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};
-}
-
-// The device type of a host element type.
-template <typename T>
-struct DeviceType {
-  using type = T;
-};
-template <>
-struct DeviceType<float16_t> {
-  using type = __half;
-};
-template <>
-struct DeviceType<bfloat16_t> {
-  using type = __nv_bfloat16;
-};
-template <>
-struct DeviceType<complex64_t> {
-  using type = c64;
-};
-template <typename T>
-using device_t = typename DeviceType<T>::type;
-
-template <typename T>
-inline constexpr bool is_half_dev_v =
-    std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
-
-// The type arithmetic on T runs in: float for 16-bit floats, T otherwise.
-template <typename T>
-using dev_compute_t = std::conditional_t<is_half_dev_v<T>, float, T>;
 
 // Converts between device element types (NumPy rules for the pairs used here:
 // 16-bit floats through float, real -> complex with a zero imaginary part).
@@ -111,11 +75,6 @@ __device__ __forceinline__ int64_t offset_of(int64_t i, const Dims<N>& d, int k 
   return off;
 }
 
-// V consecutive elements, loaded and stored as one aligned access.
-template <typename T, int V>
-struct alignas(sizeof(T) * V) Vec {
-  T v[V];
-};
 // Elements per 16-byte vector (1 where T does not divide 16 bytes).
 template <typename T>
 inline constexpr int kVec = (16 % sizeof(T) == 0) ? static_cast<int>(16 / sizeof(T)) : 1;

@@ -1,6 +1,7 @@
 // eval_gpu of the shape primitives: views through backend/common/views.h,
 // copies through the GPU copy (copy.h).
 #include <algorithm>
+#include <type_traits>
 
 #include "tessera/backend/common/views.h"
 #include "tessera/backend/cuda/copy.h"
@@ -68,8 +69,11 @@ const int64_t* dynamic_offset(const array& starts, const std::vector<int>& axes,
   return offset;
 }
 
-char* at(void* base, int64_t offset, const array& a) {
-  return static_cast<char*>(base) + offset * int64_t(a.itemsize());
+// base (void* or const void*) moved by offset elements of a.
+template <typename V>
+auto* at(V* base, int64_t offset, const array& a) {
+  using C = std::conditional_t<std::is_const_v<V>, const char, char>;
+  return static_cast<C*>(base) + offset * int64_t(a.itemsize());
 }
 
 // out = src with the region (start, steps; update's shape), moved by the
@@ -90,12 +94,7 @@ void slice_update_gpu(const array& src, const array& update, array& out, const S
     }
   }
   if (update.size() == 0) return;
-  Strides strides(out.ndim());
-  int64_t offset = 0;
-  for (size_t i = 0; i < out.ndim(); ++i) {
-    offset += int64_t(start[i]) * out.strides()[i];
-    strides[i] = out.strides()[i] * steps[i];
-  }
+  auto [strides, offset] = views::slice_strides(out.strides(), start, steps);
   const int64_t* dyn = nullptr;
   if (dyn_starts) {
     dyn = dynamic_offset(*dyn_starts, *dyn_axes, update.shape(), out.shape(), out.strides(), s, op);
@@ -165,59 +164,19 @@ void Pad::eval_gpu(const std::vector<array>& inputs, array& out) {
   if (out.size() == 0) return;
   const Strides& strides = out.strides();
   const Dtype t = out.dtype();
-  int64_t interior = 0;
-  for (size_t i = 0; i < axes_.size(); ++i) interior += int64_t(low_[i]) * strides[axes_[i]];
+  views::PadPlan p = views::pad_plan(in.shape(), out.shape(), strides, axes_, low_, high_,
+                                     mode_ == Mode::edge);
   if (in.size() > 0) {
     gpu::copy_gpu(in.shape(), gpu::device_ptr(in, s), in.dtype(), in.strides(),
-                  at(base, interior, out), t, strides, s, "Pad");
+                  at(base, p.interior, out), t, strides, s, "Pad");
   }
-  // Copies within out: the source a slab broadcast along ax (stride 0).
-  auto within = [&](const Shape& shape, const Strides& src_strides, int64_t src_off,
-                    int64_t dst_off) {
-    gpu::copy_gpu(shape, at(base, src_off, out), t, src_strides, at(base, dst_off, out), t,
-                  strides, s, "Pad");
-  };
-
-  if (mode_ == Mode::constant) {
-    const array& value = inputs[1];
-    const void* v = gpu::device_ptr(value, s);
-    for (size_t i = 0; i < axes_.size(); ++i) {
-      int ax = axes_[i];
-      Shape shape = out.shape();
-      auto fill = [&](int64_t offset) {
-        gpu::copy_gpu(shape, v, value.dtype(), Strides(shape.size(), 0), at(base, offset, out), t,
-                      strides, s, "Pad");
-      };
-      if (low_[i] > 0) {
-        shape[ax] = low_[i];
-        fill(0);
-      }
-      if (high_[i] > 0) {
-        shape[ax] = high_[i];
-        fill(int64_t(low_[i] + in.shape(ax)) * strides[ax]);
-      }
-    }
-    return;
-  }
-  // Edge: as on the CPU, axis by axis.
-  Shape cur = in.shape();
-  int64_t cur_offset = interior;
-  for (size_t i = 0; i < axes_.size(); ++i) {
-    int ax = axes_[i];
-    int64_t n = in.shape(ax);
-    Strides edge = strides;
-    edge[ax] = 0;
-    Shape shape = cur;
-    if (low_[i] > 0) {
-      shape[ax] = low_[i];
-      within(shape, edge, cur_offset, cur_offset - low_[i] * strides[ax]);
-    }
-    if (high_[i] > 0) {
-      shape[ax] = high_[i];
-      within(shape, edge, cur_offset + (n - 1) * strides[ax], cur_offset + n * strides[ax]);
-    }
-    cur[ax] = out.shape(ax);
-    cur_offset -= low_[i] * strides[ax];
+  // The borders, each from the value (constant) or from within out (edge).
+  const bool constant = mode_ == Mode::constant;
+  const array& src = constant ? inputs[1] : out;
+  const void* src_base = constant ? gpu::device_ptr(src, s) : base;
+  for (const auto& c : p.copies) {
+    gpu::copy_gpu(c.shape, at(src_base, c.src_offset, src), src.dtype(), c.src_strides,
+                  at(base, c.dst_offset, out), t, strides, s, "Pad");
   }
 }
 
