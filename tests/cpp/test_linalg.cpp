@@ -5,6 +5,7 @@
 #include <complex>
 
 #include "harness.h"
+#include "tessera/ops/primitives/linalg.h"
 
 using namespace tessera;
 using harness::Layout;
@@ -25,9 +26,10 @@ Strides strides_of(const Shape& s) {
 }
 
 // NumPy's matmul on row-major values: 1-D operands gain an axis, batch axes
-// broadcast.
-std::vector<cd> ref_matmul(const std::vector<cd>& a, Shape sa, const std::vector<cd>& b,
-                           Shape sb, Shape* out_shape = nullptr) {
+// broadcast. V is std::complex<double>, or uint64_t for sums modulo 2^64.
+template <typename V>
+std::vector<V> ref_matmul(const std::vector<V>& a, Shape sa, const std::vector<V>& b, Shape sb,
+                          Shape* out_shape = nullptr) {
   bool av = sa.size() == 1, bv = sb.size() == 1;
   if (av) sa.insert(sa.begin(), 1);
   if (bv) sb.push_back(1);
@@ -42,7 +44,7 @@ std::vector<cd> ref_matmul(const std::vector<cd>& a, Shape sa, const std::vector
   Strides st_a = strides_of(sa), st_b = strides_of(sb);
   size_t batches = 1;
   for (int d : batch) batches *= d;
-  std::vector<cd> out(batches * M * N);
+  std::vector<V> out(batches * M * N);
   for (size_t bi = 0; bi < batches; ++bi) {
     // Offsets of this batch element in a and b (broadcast axes read index 0).
     int64_t oa = 0, ob = 0, rem = bi;
@@ -56,7 +58,7 @@ std::vector<cd> ref_matmul(const std::vector<cd>& a, Shape sa, const std::vector
     }
     for (int i = 0; i < M; ++i) {
       for (int j = 0; j < N; ++j) {
-        cd acc = 0;
+        V acc = 0;
         for (int k = 0; k < K; ++k) acc += a[oa + i * K + k] * b[ob + k * N + j];
         out[(bi * M + i) * N + j] = acc;
       }
@@ -121,7 +123,11 @@ array make_input(const std::vector<cd>& v, const Shape& shape, Dtype t, Layout l
   return out;
 }
 
-std::vector<cd> repeat_rows(std::vector<cd> v, const Shape& shape) {
+// v with every row along axis 0 replaced by the first (the values of a
+// broadcast layout).
+template <typename V>
+std::vector<V> repeat_rows(std::vector<V> v, const Shape& shape) {
+  if (v.empty()) return v;
   size_t row = v.size() / shape[0];
   for (size_t i = row; i < v.size(); ++i) v[i] = v[i % row];
   return v;
@@ -351,6 +357,137 @@ TEST(Matmul, Errors) {
   EXPECT_THROW(matmul(zeros({3}), zeros({4})), std::invalid_argument);
   EXPECT_THROW(matmul(zeros({2, 3, 4}), zeros({3, 4, 5})), std::invalid_argument);
   EXPECT_THROW(matmul(zeros({2, 3, 4}), zeros({3})), std::invalid_argument);
+}
+
+// ---- integer and bool products ---------------------------------------------------
+//
+// matmul takes inexact dtypes only; integer and bool products reach the Matmul
+// primitive through outer and inner, as 2-D products. The tests below build
+// the primitive directly, to check its kernels on batches, broadcast batches
+// and every layout.
+
+namespace {
+
+std::vector<Dtype> exact_types() {
+  auto v = harness::int_types();
+  v.push_back(bool_);
+  return v;
+}
+
+// Matmul on a and b broadcast to their common batch shape and cast to t, as
+// matmul prepares its operands, on device d.
+array matmul_primitive(const array& a, const array& b, Dtype t, Device d) {
+  const int na = static_cast<int>(a.ndim()), nb = static_cast<int>(b.ndim());
+  Shape batch = broadcast_shapes(Shape(a.shape().begin(), a.shape().end() - 2),
+                                 Shape(b.shape().begin(), b.shape().end() - 2));
+  Shape sa = batch, sb = batch, shape = batch;
+  sa.insert(sa.end(), {a.shape(na - 2), a.shape(na - 1)});
+  sb.insert(sb.end(), {b.shape(nb - 2), b.shape(nb - 1)});
+  shape.insert(shape.end(), {a.shape(na - 2), b.shape(nb - 1)});
+  return array(shape, t, std::make_shared<Matmul>(to_stream(d)),
+               {broadcast_to(astype(a, t, d), sa, d), broadcast_to(astype(b, t, d), sb, d)});
+}
+
+// n values of t, exact in float64. Sums of 8- and 16-bit and of unsigned
+// products wrap around; int32 and int64 values stay small enough that the CPU's
+// loop has no signed overflow (undefined in C++) for K <= 70.
+std::vector<double> exact_values(size_t n, Dtype t, uint64_t seed) {
+  const double hi = t == bool_    ? 1
+                    : t == int8   ? 127
+                    : t == uint8  ? 255
+                    : t == int16  ? 32767
+                    : t == uint16 ? 46340  // products fit the int they are promoted to
+                    : t == int32  ? 0x1p12
+                    : t == int64  ? 0x1p26
+                    : t == uint32 ? 0x1p32 - 1
+                                  : 0x1p40;
+  return harness::random_values(n, t, is_signed_integer(t) ? -hi : 0, hi, seed);
+}
+
+std::vector<uint64_t> to_bits(const std::vector<double>& v) {
+  std::vector<uint64_t> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = static_cast<uint64_t>(static_cast<int64_t>(v[i]));
+  return out;
+}
+
+// A sum of products modulo 2^64 as the dtype t holds it, widened to int64:
+// integers wrap to t's width, bool is "any term nonzero".
+int64_t wrap_to(uint64_t v, Dtype t) {
+  if (t == bool_) return v != 0;
+  const int bits = 8 * t.size;
+  if (bits < 64) {
+    const uint64_t mask = (uint64_t(1) << bits) - 1;
+    v &= mask;
+    if (is_signed_integer(t) && (v >> (bits - 1)) != 0) v |= ~mask;
+  }
+  return static_cast<int64_t>(v);
+}
+
+// EXPECTs got (an integer or bool array) == want exactly.
+void expect_exact(const array& got, const std::vector<uint64_t>& want, const std::string& ctx) {
+  array wide = copy(astype(got, int64));
+  eval(wide);
+  ASSERT_EQ(wide.size(), want.size()) << ctx;
+  const int64_t* g = wide.data<int64_t>();
+  int failures = 0;
+  for (size_t i = 0; i < want.size() && failures < 5; ++i) {
+    const int64_t w = wrap_to(want[i], got.dtype());
+    if (g[i] != w) {
+      ADD_FAILURE() << ctx << ": element " << i << " is " << g[i] << ", expected " << w;
+      ++failures;
+    }
+  }
+}
+
+void check_exact_matmul(const Shape& sa, const Shape& sb, Dtype t, Layout la, Layout lb,
+                        Device d, uint64_t seed) {
+  auto va = exact_values(shape_size(sa), t, seed), vb = exact_values(shape_size(sb), t, seed + 7);
+  if (la == Layout::broadcast) va = repeat_rows(va, sa);
+  if (lb == Layout::broadcast) vb = repeat_rows(vb, sb);
+  Shape want_shape;
+  auto want = ref_matmul(to_bits(va), sa, to_bits(vb), sb, &want_shape);
+  array out = matmul_primitive(harness::with_layout(va, sa, t, la),
+                               harness::with_layout(vb, sb, t, lb), t, d);
+  std::string ctx = dtype_name(t) + " " + shape_str(sa) + " @ " + shape_str(sb) + " a " +
+                    harness::layout_name(la) + " b " + harness::layout_name(lb) +
+                    (d == Device::gpu ? " on gpu" : " on cpu");
+  EXPECT_EQ(out.shape(), want_shape) << ctx;
+  EXPECT_EQ(out.dtype(), t) << ctx;
+  expect_exact(out, want, ctx);
+}
+
+}  // namespace
+
+TEST(Matmul, IntegerAndBoolOnEveryLayoutAndDevice) {
+  const std::vector<std::pair<Shape, Shape>> shapes{
+      {{37, 45}, {45, 33}},         // off the tile grid, two steps over K
+      {{3, 37, 45}, {1, 45, 33}},   // b broadcast over the batch
+      {{2, 1, 5, 4}, {3, 4, 6}},    // both broadcast
+      {{1, 70}, {70, 1}},           // a dot product
+      {{70, 1}, {1, 3}}};           // an outer product
+  for (Device d : harness::devices()) {
+    for (Dtype t : exact_types()) {
+      for (const auto& [sa, sb] : shapes) {
+        for (auto la : harness::all_layouts()) {
+          for (auto lb : harness::all_layouts()) check_exact_matmul(sa, sb, t, la, lb, d, 11);
+        }
+      }
+    }
+  }
+}
+
+TEST(Matmul, IntegerAndBoolEmptyAndManyTiles) {
+  for (Device d : harness::devices()) {
+    for (Dtype t : exact_types()) {
+      // K = 0 gives zeros (false); M = 0 or N = 0 an empty result.
+      check_exact_matmul({3, 0}, {0, 4}, t, Layout::contiguous, Layout::contiguous, d, 1);
+      check_exact_matmul({2, 0, 3}, {3, 4}, t, Layout::contiguous, Layout::contiguous, d, 2);
+      check_exact_matmul({2, 3}, {3, 0}, t, Layout::contiguous, Layout::contiguous, d, 3);
+    }
+    // More output tiles than blocks in one launch.
+    check_exact_matmul({6, 1000, 3}, {3, 1000}, int16, Layout::contiguous, Layout::transposed, d,
+                       4);
+  }
 }
 
 // ---- addmm ----------------------------------------------------------------------

@@ -12,6 +12,8 @@
 //
 // float32 computes in float32 (CUBLAS_COMPUTE_32F: TF32 stays off), float16
 // and bfloat16 accumulate in float32, float64 and complex64 in their own type.
+// Integer and bool operands, prepared the same way, go to integer_gemm
+// (matmul_int.cu) instead of cuBLASLt.
 #include <cublasLt.h>
 
 #include <algorithm>
@@ -27,6 +29,7 @@
 #include "tessera/backend/cpu/strided.h"
 #include "tessera/backend/cuda/copy.h"
 #include "tessera/backend/cuda/device.h"
+#include "tessera/backend/cuda/matmul_int.h"
 #include "tessera/ops/primitives/linalg.h"
 
 namespace tessera {
@@ -72,12 +75,19 @@ GemmTypes gemm_types(Dtype t, const char* op) {
     case Dtype::Val::bfloat16: return {CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F};
     case Dtype::Val::float64: return {CUDA_R_64F, CUBLAS_COMPUTE_64F, CUDA_R_64F};
     case Dtype::Val::complex64: return {CUDA_C_32F, CUBLAS_COMPUTE_32F, CUDA_C_32F};
-    default: break;
+    case Dtype::Val::bool_:
+    case Dtype::Val::uint8:
+    case Dtype::Val::uint16:
+    case Dtype::Val::uint32:
+    case Dtype::Val::uint64:
+    case Dtype::Val::int8:
+    case Dtype::Val::int16:
+    case Dtype::Val::int32:
+    case Dtype::Val::int64: break;  // integer_gemm
   }
   std::ostringstream msg;
-  msg << "[" << op << "] dtype " << t << " has no CUDA implementation (the GPU multiplies "
-      << "float16, bfloat16, float32, float64 and complex64 matrices)";
-  throw std::invalid_argument(msg.str());
+  msg << "[" << op << "] dtype " << t << " is not a cuBLASLt type (bug)";
+  throw std::logic_error(msg.str());
 }
 
 // A scalar of the scale type, for alpha and beta.
@@ -149,6 +159,11 @@ Operand prepare(const array& x, const Stream& s, const char* op) {
   for (int d = 0; d < nd - 2; ++d) batch[d] = shape[d] == 1 ? 0 : rs[d];
   return {dense, static_cast<const char*>(gpu::device_ptr(dense, s)), std::move(batch), false,
           std::max<int64_t>(C, 1)};
+}
+
+// x with (row, col) strides: (ld, 1) as read untransposed, (1, ld) transposed.
+gpu::StridedMatrix strided(const Operand& x) {
+  return {x.data, x.batch_strides, x.trans ? 1 : x.ld, x.trans ? x.ld : 1};
 }
 
 // RAII for cuBLASLt descriptors.
@@ -313,7 +328,6 @@ void gemm(const Operand& a, const Operand& b, void* dst, Dtype dtype, const Shap
 // out = alpha (a @ b) [+ beta c]: the shared body of Matmul and AddMM.
 void eval_product(const array& a_in, const array& b_in, const array* c, array& out, float alpha,
                   float beta, const Stream& s, const char* op) {
-  gemm_types(out.dtype(), op);  // unsupported dtypes fail before any work is queued
   if (out.size() == 0) {
     gpu::allocate_output(out, s);
     return;
@@ -356,7 +370,11 @@ void eval_product(const array& a_in, const array& b_in, const array* c, array& o
   }
   Operand a = prepare(a_in, s, op);
   Operand b = prepare(b_in, s, op);
-  gemm(a, b, dst, out.dtype(), batch_shape, M, N, K, alpha, beta, s, op);
+  if (is_inexact(out.dtype())) {
+    gemm(a, b, dst, out.dtype(), batch_shape, M, N, K, alpha, beta, s, op);
+  } else {
+    gpu::integer_gemm(strided(a), strided(b), dst, out.dtype(), batch_shape, M, N, K, s, op);
+  }
 }
 
 }  // namespace
@@ -366,6 +384,9 @@ void Matmul::eval_gpu(const std::vector<array>& inputs, array& out) {
 }
 
 void AddMM::eval_gpu(const std::vector<array>& inputs, array& out) {
+  if (!is_inexact(out.dtype())) {
+    throw std::logic_error("[AddMM] needs an inexact dtype (bug in the caller)");
+  }
   eval_product(inputs[0], inputs[1], &inputs[2], out, alpha_, beta_, stream(), "AddMM");
 }
 
