@@ -136,11 +136,10 @@ class Batcher {
   std::vector<array> outputs_;
 };
 
-// All nodes of the tape on one CPU stream: that stream, else nullopt.
-std::optional<Stream> single_cpu_stream(const std::vector<array>& tape) {
+// All nodes of the tape on one stream: that stream, else nullopt.
+std::optional<Stream> single_stream(const std::vector<array>& tape) {
   if (tape.empty()) return std::nullopt;
   Stream s = tape.front().primitive().stream();
-  if (s.device != Device::cpu) return std::nullopt;
   for (auto& a : tape) {
     if (a.primitive().stream() != s) return std::nullopt;
   }
@@ -172,7 +171,7 @@ void schedule(const std::vector<array>& outputs, bool synchronous) {
   prefetch_inputs(tape);
   std::optional<Stream> inline_stream;
   if (synchronous) {
-    inline_stream = single_cpu_stream(tape);
+    inline_stream = single_stream(tape);
     if (inline_stream && !scheduler::begin_inline(*inline_stream)) inline_stream.reset();
   }
   struct InlineGuard {

@@ -25,9 +25,10 @@ void wait_for(int stream_index, uint64_t seq);
 int current_stream_index();
 
 // Note [Inline evaluation]
-// A synchronous eval whose whole graph is on one idle CPU stream runs the tasks
-// on the calling thread: same order, same results, no hand-over between threads
-// (which dominates the cost of small ops). begin_inline(s) succeeds only when s
+// A synchronous eval whose whole graph is on one idle stream runs the tasks on
+// the calling thread: same order, same results, no hand-over between threads
+// (which dominates the cost of small ops). On a GPU stream the calling thread
+// then queues the kernels itself; they still run asynchronously on the GPU. begin_inline(s) succeeds only when s
 // has nothing queued or running, and holds s's worker back until end_inline(s).
 bool begin_inline(const Stream& s);
 void end_inline(const Stream& s);

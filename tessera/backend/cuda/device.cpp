@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
@@ -101,6 +102,9 @@ struct CudaState {
   std::vector<cudaEvent_t> free_events;
   BufferStorage* lru_head = nullptr;
   BufferStorage* lru_tail = nullptr;
+  // Free small blocks by (stream index, block size), see Note [Small blocks].
+  std::map<std::pair<int, size_t>, std::vector<void*>> small_blocks;
+  size_t small_cached = 0;
   size_t active = 0;
   size_t peak = 0;
   size_t limit = 0;
@@ -190,14 +194,52 @@ void finish_upload_locked(BufferStorage* b) {
   give_event_locked(e);
 }
 
-void free_device_locked(BufferStorage* b) {
+// Note [Small blocks]
+// An op on a few elements would spend more time in cudaMallocAsync and
+// cudaFreeAsync than in its kernel. Blocks of up to 1 MiB therefore go, when
+// freed, to a free list of the stream that freed them, and the next
+// allocation of that size on the same stream takes one back without a CUDA
+// call. Reuse on the same stream is safe without any event: the work that
+// used the block was queued on that stream before the free (or ordered
+// before it by an event). Other streams get memory from the pool, which
+// orders reuse across streams itself. The lists hold at most 256 MiB.
+constexpr size_t kSmallBlock = size_t{1} << 20;
+constexpr size_t kSmallCacheMax = size_t{256} << 20;
+
+size_t block_size(size_t bytes) {
+  return bytes <= kSmallBlock ? std::max<size_t>(256, (bytes + 255) & ~size_t{255}) : bytes;
+}
+
+// Frees device memory for reuse after the work queued on stream `index`.
+void free_block_locked(void* p, size_t bytes, int index) {
   auto& st = state();
-  cudaError_t err = cudaFreeAsync(b->device, stream_locked(b->device_stream));
+  size_t size = block_size(bytes);
+  st.active -= std::min(st.active, bytes);
+  if (size <= kSmallBlock && st.small_cached + size <= kSmallCacheMax) {
+    st.small_blocks[{index, size}].push_back(p);
+    st.small_cached += size;
+    return;
+  }
+  cudaError_t err = cudaFreeAsync(p, stream_locked(index));
   if (err != cudaSuccess) cudaGetLastError();  // frees never throw (destructors)
+}
+
+void release_small_blocks_locked() {
+  auto& st = state();
+  for (auto& [key, list] : st.small_blocks) {
+    for (void* p : list) {
+      if (cudaFreeAsync(p, stream_locked(key.first)) != cudaSuccess) cudaGetLastError();
+    }
+  }
+  st.small_blocks.clear();
+  st.small_cached = 0;
+}
+
+void free_device_locked(BufferStorage* b) {
+  free_block_locked(b->device, b->size, b->device_stream);
   b->device = nullptr;
   b->device_valid = false;
   lru_remove_locked(b);
-  st.active -= std::min(st.active, b->size);
 }
 
 void ensure_host_block_locked(BufferStorage* b) {
@@ -249,26 +291,40 @@ void evict_locked(size_t bytes) {
   throw std::runtime_error(msg.str());
 }
 
-// Device memory for work queued on cs. With `evict` false (the prefetcher),
-// returns null instead of evicting or failing.
-void* device_alloc_locked(size_t bytes, cudaStream_t cs, bool evict = true) {
+// Device memory for work queued on stream `index`. With `evict` false (the
+// prefetcher), returns null instead of evicting or failing.
+void* device_alloc_locked(size_t bytes, int index, bool evict = true) {
   auto& st = state();
   if (st.active + bytes > st.limit) {
     if (!evict) return nullptr;
     evict_locked(bytes);
     if (st.active + bytes > st.limit) throw_out_of_memory(bytes, "memory limit");
   }
+  const size_t size = block_size(bytes);
+  if (size <= kSmallBlock) {
+    auto it = st.small_blocks.find({index, size});
+    if (it != st.small_blocks.end() && !it->second.empty()) {
+      void* p = it->second.back();
+      it->second.pop_back();
+      st.small_cached -= size;
+      st.active += bytes;
+      if (st.active > st.peak) st.peak = st.active;
+      return p;
+    }
+  }
+  cudaStream_t cs = stream_locked(index);
   void* p = nullptr;
-  cudaError_t err = cudaMallocAsync(&p, bytes == 0 ? 1 : bytes, cs);
+  cudaError_t err = cudaMallocAsync(&p, size == 0 ? 1 : size, cs);
   if (err != cudaSuccess) {
     cudaGetLastError();
     if (!evict) return nullptr;
     // The device itself is full: evict everything evictable, give the pool's
     // cached memory back, and try once more.
     evict_locked(st.limit);
+    release_small_blocks_locked();
     TESSERA_CUDA_CHECK(cudaDeviceSynchronize());
     TESSERA_CUDA_CHECK(cudaMemPoolTrimTo(st.pool, 0));
-    err = cudaMallocAsync(&p, bytes == 0 ? 1 : bytes, cs);
+    err = cudaMallocAsync(&p, size == 0 ? 1 : size, cs);
     if (err != cudaSuccess) {
       cudaGetLastError();
       throw_out_of_memory(bytes, cudaGetErrorString(err));
@@ -310,11 +366,10 @@ void mark_in_use_locked(BufferStorage* b) {
 
 // Makes the device copy of b exist and valid for work on stream s.
 void ensure_device_locked(BufferStorage* b, const Stream& s, cudaStream_t cs) {
-  auto& st = state();
   mark_in_use_locked(b);
   if (!b->device) {
     // Allocated on the copy stream, which writes it first.
-    b->device = device_alloc_locked(b->size, st.copy_stream);
+    b->device = device_alloc_locked(b->size, kCopyStream);
     b->device_valid = false;
     b->device_stream = kCopyStream;
     lru_push_back_locked(b);
@@ -375,7 +430,6 @@ void* writable_device_ptr(array& out, const Stream& s) {
 
 void* allocate_output(array& out, const Stream& s, size_t data_size, Strides strides,
                       Flags flags) {
-  cudaStream_t cs = cuda_stream(s);
   size_t bytes = data_size * out.itemsize();
   auto* b = new BufferStorage{nullptr, bytes, bytes};
   b->separate_host = true;
@@ -383,7 +437,7 @@ void* allocate_output(array& out, const Stream& s, size_t data_size, Strides str
   {
     std::lock_guard l(state().mutex);
     try {
-      b->device = device_alloc_locked(bytes, cs);
+      b->device = device_alloc_locked(bytes, s.index);
     } catch (...) {
       delete b;
       throw;
@@ -403,9 +457,8 @@ void* allocate_output(array& out, const Stream& s) {
 }
 
 void* scratch(size_t bytes, const Stream& s) {
-  cudaStream_t cs = cuda_stream(s);
   std::lock_guard l(state().mutex);
-  void* p = device_alloc_locked(bytes, cs);
+  void* p = device_alloc_locked(bytes, s.index);
   tl_scratch.push_back({p, bytes, s.index});
   return p;
 }
@@ -415,10 +468,7 @@ void task_done(const Stream&) {
   std::lock_guard l(st.mutex);
   for (auto* b : tl_used) --b->in_use;
   tl_used.clear();
-  for (auto& sc : tl_scratch) {
-    if (cudaFreeAsync(sc.ptr, stream_locked(sc.stream)) != cudaSuccess) cudaGetLastError();
-    st.active -= std::min(st.active, sc.bytes);
-  }
+  for (auto& sc : tl_scratch) free_block_locked(sc.ptr, sc.bytes, sc.stream);
   tl_scratch.clear();
 }
 
@@ -468,7 +518,7 @@ void prefetch(const std::vector<BufferStorage*>& buffers) {
     if (!b->host_valid || b->device_valid || b->size == 0) continue;
     if (!b->device) {
       // Only into free memory: prefetching never evicts.
-      b->device = device_alloc_locked(b->size, st.copy_stream, /*evict=*/false);
+      b->device = device_alloc_locked(b->size, kCopyStream, /*evict=*/false);
       if (!b->device) break;
       b->device_stream = kCopyStream;
       lru_push_back_locked(b);
@@ -522,11 +572,16 @@ size_t cache_memory() {
   TESSERA_CUDA_CHECK(
       cudaMemPoolGetAttribute(state().pool, cudaMemPoolAttrReservedMemCurrent, &reserved));
   TESSERA_CUDA_CHECK(cudaMemPoolGetAttribute(state().pool, cudaMemPoolAttrUsedMemCurrent, &used));
-  return reserved > used ? reserved - used : 0;
+  std::lock_guard l(state().mutex);
+  return (reserved > used ? reserved - used : 0) + state().small_cached;
 }
 
 void clear_cache() {
   if (device_count() == 0) return;
+  {
+    std::lock_guard l(state().mutex);
+    release_small_blocks_locked();
+  }
   TESSERA_CUDA_CHECK(cudaDeviceSynchronize());
   TESSERA_CUDA_CHECK(cudaMemPoolTrimTo(state().pool, 0));
 }
