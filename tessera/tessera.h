@@ -15,3 +15,4 @@
 #include "tessera/core/print.h"
 #include "tessera/memory/allocator.h"
 #include "tessera/ops/ops.h"
+#include "tessera/transforms/transforms.h"

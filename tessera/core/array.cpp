@@ -161,6 +161,7 @@ array::array(Shape shape, Dtype dtype, std::shared_ptr<Primitive> primitive,
   auto node = std::make_shared<Node>();
   node->primitive = std::move(primitive);
   node->inputs = std::move(inputs);
+  for (auto& in : node->inputs) desc_->tracer = desc_->tracer || in.desc_->tracer;
   node->outputs.push_back(desc_);
   desc_->node = std::move(node);
   desc_->status.store(ArrayStatus::unscheduled, std::memory_order_relaxed);
@@ -175,10 +176,13 @@ std::vector<array> array::make_arrays(std::vector<Shape> shapes,
   node->inputs = inputs;
   node->output_shapes = shapes;
   node->output_dtypes = dtypes;
+  bool tracer = false;
+  for (auto& in : inputs) tracer = tracer || in.desc_->tracer;
   std::vector<array> outs;
   for (size_t i = 0; i < shapes.size(); ++i) {
     array a(Empty{}, std::move(shapes[i]), dtypes[i]);
     a.desc_->node = node;
+    a.desc_->tracer = tracer;
     a.desc_->position = static_cast<int>(i);
     a.desc_->status.store(ArrayStatus::unscheduled, std::memory_order_relaxed);
     node->outputs.push_back(a.desc_);
@@ -260,6 +264,14 @@ std::vector<array> array::siblings() const {
 }
 
 void array::detach() { desc_->node = nullptr; }
+
+namespace {
+std::atomic<int> g_tracing{0};
+}  // namespace
+
+bool array::in_tracing() { return g_tracing.load(std::memory_order_relaxed) > 0; }
+array::TracingScope::TracingScope() { g_tracing.fetch_add(1, std::memory_order_relaxed); }
+array::TracingScope::~TracingScope() { g_tracing.fetch_sub(1, std::memory_order_relaxed); }
 
 array::ArrayIterator array::begin() const {
   if (ndim() == 0) throw std::invalid_argument("[array::begin] cannot iterate over a 0-d array");

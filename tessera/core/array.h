@@ -165,6 +165,18 @@ class array {
   int position() const { return desc_->position; }
   // Drop primitive and inputs (after scheduling).
   void detach();
+  // See Note [Tracers] in transforms/transforms.h: computed from the inputs of
+  // a function being transformed, so its graph outlives evaluation.
+  bool is_tracer() const { return desc_->tracer && in_tracing(); }
+  // True while a transform runs the function it transforms (TracingScope).
+  static bool in_tracing();
+  struct TracingScope {
+    TracingScope();
+    ~TracingScope();
+    TracingScope(const TracingScope&) = delete;
+    TracingScope& operator=(const TracingScope&) = delete;
+  };
+  void set_tracer(bool tracer) { desc_->tracer = tracer; }
 
   // Sub-arrays along axis 0 (for range-for over an array).
   class ArrayIterator;
@@ -219,6 +231,7 @@ class array {
 
     std::shared_ptr<Node> node;
     int position = 0;
+    bool tracer = false;
 
     std::shared_ptr<Data> data;
     int64_t offset = 0;

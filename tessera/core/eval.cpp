@@ -211,13 +211,19 @@ void schedule(const std::vector<array>& outputs, bool synchronous) {
       }
     }
     task.primitive = n->primitive;
-    task.inputs = std::move(n->inputs);
     Stream stream = task.primitive->stream();
-    // The node dies with the last detach; the task then holds the only
-    // references to the inputs that this node had.
-    for (auto& out : task.outputs) {
-      out.set_status(ArrayStatus::scheduled);
-      out.detach();
+    if (arr.is_tracer()) {
+      // Transforms walk this graph later (Note [Tracers]): it stays.
+      task.inputs = n->inputs;
+      for (auto& out : task.outputs) out.set_status(ArrayStatus::scheduled);
+    } else {
+      task.inputs = std::move(n->inputs);
+      // The node dies with the last detach; the task then holds the only
+      // references to the inputs that this node had.
+      for (auto& out : task.outputs) {
+        out.set_status(ArrayStatus::scheduled);
+        out.detach();
+      }
     }
     if (inline_stream) {
       task();  // see Note [Inline evaluation]

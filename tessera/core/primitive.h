@@ -67,6 +67,19 @@ class UnaryPrimitive : public Primitive {
   }
 };
 
+// Declares the three transform rules in a primitive class; each family
+// defines them in ops/rules/<family>.cpp.
+#define TESSERA_TRANSFORM_RULES                                                 \
+  std::vector<array> jvp(const std::vector<array>& primals,                     \
+                         const std::vector<array>& tangents,                    \
+                         const std::vector<int>& argnums) override;             \
+  std::vector<array> vjp(const std::vector<array>& primals,                     \
+                         const std::vector<array>& cotangents,                  \
+                         const std::vector<int>& argnums,                       \
+                         const std::vector<array>& outputs) override;           \
+  std::pair<std::vector<array>, std::vector<int>> vmap(                         \
+      const std::vector<array>& inputs, const std::vector<int>& axes) override;
+
 // Declares name() for a primitive class: TESSERA_PRIMITIVE_NAME(Add)
 #define TESSERA_PRIMITIVE_NAME(NAME) \
   const char* name() const override { return #NAME; }

@@ -228,8 +228,9 @@ array as_strided(array a, Shape shape, Strides strides, size_t offset, StreamOrD
     }
   }
   array dense = contiguous(a, false, s);
-  return array(std::move(shape), a.dtype(),
-               std::make_shared<AsStrided>(to_stream(s), std::move(strides),
+  Shape out_shape = shape;
+  return array(std::move(out_shape), a.dtype(),
+               std::make_shared<AsStrided>(to_stream(s), std::move(shape), std::move(strides),
                                            static_cast<int64_t>(offset)),
                {dense});
 }
@@ -253,7 +254,7 @@ bool View::is_equivalent(const Primitive& other) const {
 }
 bool AsStrided::is_equivalent(const Primitive& other) const {
   auto& o = dynamic_cast<const AsStrided&>(other);
-  return o.strides_ == strides_ && o.offset_ == offset_;
+  return o.shape_ == shape_ && o.strides_ == strides_ && o.offset_ == offset_;
 }
 
 }  // namespace tessera

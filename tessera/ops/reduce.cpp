@@ -47,7 +47,7 @@ array make_reduce(const array& a, const std::vector<int>& axes, bool keepdims,
   Shape out_shape = reduced_shape(a.shape(), ax, keepdims);
   if (type == Reduce::Max || type == Reduce::Min) check_nonempty(a, ax, out_shape, op);
   return array(std::move(out_shape), out_dtype,
-               std::make_shared<Reduce>(to_stream(s), type, std::move(ax)), {a});
+               std::make_shared<Reduce>(to_stream(s), type, std::move(ax), keepdims), {a});
 }
 
 void check_real(const array& a, const char* op) {
@@ -93,7 +93,7 @@ array logsumexp(const array& a, const std::vector<int>& axes, bool keepdims, Str
   auto ax = normalize_axes(axes, static_cast<int>(a.ndim()), "logsumexp");
   Shape out_shape = reduced_shape(a.shape(), ax, keepdims);
   return array(std::move(out_shape), inexact_type(a.dtype()),
-               std::make_shared<LogSumExp>(to_stream(s), std::move(ax)), {a});
+               std::make_shared<LogSumExp>(to_stream(s), std::move(ax), keepdims), {a});
 }
 
 TESSERA_REDUCTION_OVERLOADS(sum)
@@ -113,7 +113,8 @@ array moment(const array& a, const std::vector<int>& axes, bool keepdims, int dd
   auto ax = normalize_axes(axes, static_cast<int>(a.ndim()), op);
   Shape out_shape = reduced_shape(a.shape(), ax, keepdims);
   return array(std::move(out_shape), inexact_type(a.dtype()),
-               std::make_shared<Variance>(to_stream(s), std::move(ax), ddof, take_sqrt), {a});
+               std::make_shared<Variance>(to_stream(s), std::move(ax), keepdims, ddof, take_sqrt),
+               {a});
 }
 
 }  // namespace
@@ -146,7 +147,7 @@ array arg_reduce(const array& a, int axis, bool keepdims, ArgReduce::ReduceType 
   }
   Shape out_shape = reduced_shape(a.shape(), {ax}, keepdims);
   return array(std::move(out_shape), uint32,
-               std::make_shared<ArgReduce>(to_stream(s), type, ax), {a});
+               std::make_shared<ArgReduce>(to_stream(s), type, ax, keepdims), {a});
 }
 
 array arg_reduce_all(const array& a, bool keepdims, ArgReduce::ReduceType type, const char* op,
@@ -237,18 +238,20 @@ void Reduce::print(std::ostream& os) const {
 }
 bool Reduce::is_equivalent(const Primitive& other) const {
   auto& o = dynamic_cast<const Reduce&>(other);
-  return o.type_ == type_ && o.axes_ == axes_;
+  return o.type_ == type_ && o.axes_ == axes_ && o.keepdims_ == keepdims_;
 }
 bool ArgReduce::is_equivalent(const Primitive& other) const {
   auto& o = dynamic_cast<const ArgReduce&>(other);
-  return o.type_ == type_ && o.axis_ == axis_;
+  return o.type_ == type_ && o.axis_ == axis_ && o.keepdims_ == keepdims_;
 }
 bool Variance::is_equivalent(const Primitive& other) const {
   auto& o = dynamic_cast<const Variance&>(other);
-  return o.axes_ == axes_ && o.ddof_ == ddof_ && o.take_sqrt_ == take_sqrt_;
+  return o.axes_ == axes_ && o.keepdims_ == keepdims_ && o.ddof_ == ddof_ &&
+         o.take_sqrt_ == take_sqrt_;
 }
 bool LogSumExp::is_equivalent(const Primitive& other) const {
-  return dynamic_cast<const LogSumExp&>(other).axes_ == axes_;
+  auto& o = dynamic_cast<const LogSumExp&>(other);
+  return o.axes_ == axes_ && o.keepdims_ == keepdims_;
 }
 bool Softmax::is_equivalent(const Primitive& other) const {
   auto& o = dynamic_cast<const Softmax&>(other);

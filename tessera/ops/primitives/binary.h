@@ -54,6 +54,7 @@ class Equal : public UnaryPrimitive {
   Equal(Stream s, bool equal_nan) : UnaryPrimitive(s), equal_nan_(equal_nan) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_TRANSFORM_RULES
   TESSERA_PRIMITIVE_NAME(Equal)
   bool is_equivalent(const Primitive& other) const override;
 
@@ -68,6 +69,7 @@ class IsClose : public UnaryPrimitive {
       : UnaryPrimitive(s), rtol_(rtol), atol_(atol), equal_nan_(equal_nan) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_TRANSFORM_RULES
   TESSERA_PRIMITIVE_NAME(IsClose)
   bool is_equivalent(const Primitive& other) const override;
 
@@ -82,6 +84,7 @@ class DivMod : public Primitive {
   using Primitive::Primitive;
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
   void eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  TESSERA_TRANSFORM_RULES
   TESSERA_PRIMITIVE_NAME(DivMod)
   bool is_equivalent(const Primitive&) const override { return true; }
 };

@@ -12,6 +12,7 @@ class AsType : public UnaryPrimitive {
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(AsType)
+  TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
   Dtype dtype() const { return dtype_; }
 
@@ -26,6 +27,7 @@ class Copy : public UnaryPrimitive {
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(Copy)
+  TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
 };
 
@@ -36,12 +38,18 @@ class Broadcast : public UnaryPrimitive {
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(Broadcast)
+  TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
   const Shape& shape() const { return shape_; }
 
  private:
   Shape shape_;
 };
+
+// The adjoint of broadcasting to x's shape: x summed over the axes that
+// broadcasting `shape` to x.shape() adds or stretches, reshaped to `shape`
+// (Broadcast's vjp; the matrix products use it for broadcast batch axes).
+array sum_to_shape(const array& x, const Shape& shape, Stream s);
 
 // Makes the data row-contiguous (or column-contiguous when allowed): a view
 // when it already is, else a copy.
@@ -52,6 +60,7 @@ class Contiguous : public UnaryPrimitive {
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(Contiguous)
+  TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
 
  private:

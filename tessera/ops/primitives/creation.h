@@ -46,6 +46,7 @@ class Band : public UnaryPrimitive {
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(Band)
+  TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
 
  private:
@@ -59,24 +60,28 @@ class View : public UnaryPrimitive {
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(View)
+  TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
 
  private:
   Dtype dtype_;
 };
 
-// A view with the output shape, `strides` and `offset` (elements) over the
+// A view with `shape`, `strides` and `offset` (elements) over the
 // row-contiguous input.
 class AsStrided : public UnaryPrimitive {
  public:
-  AsStrided(Stream s, Strides strides, int64_t offset)
-      : UnaryPrimitive(s), strides_(std::move(strides)), offset_(offset) {}
+  AsStrided(Stream s, Shape shape, Strides strides, int64_t offset)
+      : UnaryPrimitive(s), shape_(std::move(shape)), strides_(std::move(strides)),
+        offset_(offset) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(AsStrided)
+  TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
 
  private:
+  Shape shape_;
   Strides strides_;
   int64_t offset_;
 };

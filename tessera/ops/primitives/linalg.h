@@ -15,6 +15,7 @@ class Matmul : public UnaryPrimitive {
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(Matmul)
+  TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
 };
 
@@ -26,6 +27,7 @@ class AddMM : public UnaryPrimitive {
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(AddMM)
+  TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
 
  private:

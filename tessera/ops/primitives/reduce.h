@@ -5,7 +5,8 @@
 // Every primitive here stores the reduced axes of its input, normalized and
 // sorted. The output holds the kept axes in their input order, row-contiguous;
 // with keepdims the reduced axes stay as 1s, which is the same layout, so the
-// kernels never look at keepdims.
+// kernels never look at keepdims; the primitive keeps it for its rules, which
+// build outputs of the same shape.
 #pragma once
 
 #include <vector>
@@ -19,11 +20,12 @@ class Reduce : public UnaryPrimitive {
   // Mean is a sum scaled by 1/N inside the kernel (float-out).
   enum ReduceType { And, Or, Sum, Prod, Max, Min, Mean };
 
-  Reduce(Stream s, ReduceType type, std::vector<int> axes)
-      : UnaryPrimitive(s), type_(type), axes_(std::move(axes)) {}
+  Reduce(Stream s, ReduceType type, std::vector<int> axes, bool keepdims)
+      : UnaryPrimitive(s), type_(type), axes_(std::move(axes)), keepdims_(keepdims) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(Reduce)
+  TESSERA_TRANSFORM_RULES
   void print(std::ostream& os) const override;
   bool is_equivalent(const Primitive& other) const override;
   ReduceType type() const { return type_; }
@@ -32,6 +34,7 @@ class Reduce : public UnaryPrimitive {
  private:
   ReduceType type_;
   std::vector<int> axes_;
+  bool keepdims_;
 };
 
 // Index of the first max / min along one axis (NaN wins, as in NumPy); uint32.
@@ -39,10 +42,12 @@ class ArgReduce : public UnaryPrimitive {
  public:
   enum ReduceType { ArgMin, ArgMax };
 
-  ArgReduce(Stream s, ReduceType type, int axis) : UnaryPrimitive(s), type_(type), axis_(axis) {}
+  ArgReduce(Stream s, ReduceType type, int axis, bool keepdims)
+      : UnaryPrimitive(s), type_(type), axis_(axis), keepdims_(keepdims) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(ArgReduce)
+  TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
   ReduceType type() const { return type_; }
   int axis() const { return axis_; }
@@ -50,21 +55,25 @@ class ArgReduce : public UnaryPrimitive {
  private:
   ReduceType type_;
   int axis_;
+  bool keepdims_;
 };
 
 // Variance with divisor max(N - ddof, 0), two passes in float64; with
 // take_sqrt, the standard deviation. Complex input: the mean of |x - mean|^2.
 class Variance : public UnaryPrimitive {
  public:
-  Variance(Stream s, std::vector<int> axes, int ddof, bool take_sqrt)
-      : UnaryPrimitive(s), axes_(std::move(axes)), ddof_(ddof), take_sqrt_(take_sqrt) {}
+  Variance(Stream s, std::vector<int> axes, bool keepdims, int ddof, bool take_sqrt)
+      : UnaryPrimitive(s), axes_(std::move(axes)), keepdims_(keepdims), ddof_(ddof),
+        take_sqrt_(take_sqrt) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(Variance)
+  TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
 
  private:
   std::vector<int> axes_;
+  bool keepdims_;
   int ddof_;
   bool take_sqrt_;
 };
@@ -72,14 +81,17 @@ class Variance : public UnaryPrimitive {
 // log(sum(exp(x))) computed as max + log(sum(exp(x - max))).
 class LogSumExp : public UnaryPrimitive {
  public:
-  LogSumExp(Stream s, std::vector<int> axes) : UnaryPrimitive(s), axes_(std::move(axes)) {}
+  LogSumExp(Stream s, std::vector<int> axes, bool keepdims)
+      : UnaryPrimitive(s), axes_(std::move(axes)), keepdims_(keepdims) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(LogSumExp)
+  TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
 
  private:
   std::vector<int> axes_;
+  bool keepdims_;
 };
 
 // exp(x - max) / sum(exp(x - max)) over the axes; the output has the input's shape.
@@ -91,6 +103,7 @@ class Softmax : public UnaryPrimitive {
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(Softmax)
+  TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
 
  private:
@@ -107,6 +120,7 @@ class Trace : public UnaryPrimitive {
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(Trace)
+  TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
 
  private:

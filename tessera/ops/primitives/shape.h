@@ -12,6 +12,7 @@ class Transpose : public UnaryPrimitive {
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(Transpose)
+  TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
   const std::vector<int>& axes() const { return axes_; }
 
@@ -29,6 +30,7 @@ class Slice : public UnaryPrimitive {
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(Slice)
+  TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
   const Shape& start() const { return start_; }
   const Shape& stop() const { return stop_; }
@@ -47,6 +49,7 @@ class Reshape : public UnaryPrimitive {
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(Reshape)
+  TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
 
  private:
@@ -63,6 +66,7 @@ class DynamicSlice : public UnaryPrimitive {
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(DynamicSlice)
+  TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
   const std::vector<int>& axes() const { return axes_; }
   const Shape& slice_size() const { return slice_size_; }
@@ -83,6 +87,7 @@ class SliceUpdate : public UnaryPrimitive {
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(SliceUpdate)
+  TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
   const Shape& start() const { return start_; }
   const Shape& stop() const { return stop_; }
@@ -102,6 +107,7 @@ class DynamicSliceUpdate : public UnaryPrimitive {
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(DynamicSliceUpdate)
+  TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
   const std::vector<int>& axes() const { return axes_; }
 
@@ -117,6 +123,7 @@ class Concatenate : public UnaryPrimitive {
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(Concatenate)
+  TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
   int axis() const { return axis_; }
 
@@ -136,6 +143,7 @@ class Pad : public UnaryPrimitive {
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(Pad)
+  TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
   const std::vector<int>& axes() const { return axes_; }
   const Shape& low() const { return low_; }
@@ -157,6 +165,7 @@ class Diagonal : public UnaryPrimitive {
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   void eval_gpu(const std::vector<array>& inputs, array& out) override;
   TESSERA_PRIMITIVE_NAME(Diagonal)
+  TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
   int offset() const { return offset_; }
   int axis1() const { return axis1_; }
@@ -165,5 +174,6 @@ class Diagonal : public UnaryPrimitive {
  private:
   int offset_, axis1_, axis2_;
 };
+
 
 }  // namespace tessera

@@ -4,7 +4,10 @@
 // Kernels: backend/cpu/unary.cpp, scalar functors in backend/cpu/elementwise.h.
 #pragma once
 
+#include <functional>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "tessera/core/primitive.h"
 
@@ -14,7 +17,32 @@ namespace detail {
 // The one message of the elementwise ops for a dtype they reject:
 // "[negative] dtype bool is not supported (expected a number)".
 [[noreturn]] void throw_unsupported_dtype(const char* op, Dtype t, const char* expected);
+
+// Shared by the transform rules of the elementwise primitives (ops/rules/unary.cpp).
+// Zeros like each primal in argnums: the vjp of a piecewise-constant function.
+std::vector<array> zero_vjps(const std::vector<array>& primals, const std::vector<int>& argnums,
+                             const Stream& s);
+// vmap of an elementwise op: the mapped axis of each batched input is moved to
+// that of the first batched input, unbatched inputs are broadcast along it, and
+// op's outputs on these inputs are mapped along it too.
+std::pair<std::vector<array>, std::vector<int>> vmap_elementwise(
+    const std::vector<array>& inputs, const std::vector<int>& axes,
+    const std::function<std::vector<array>(const std::vector<array>&)>& op, const Stream& s);
 }  // namespace detail
+
+// Defines the rules of a piecewise-constant primitive (in ops/rules/): zero
+// derivatives; the output is bool or has the first input's shape and dtype.
+#define TESSERA_DEFINE_ZERO_DERIVATIVES(NAME, BOOL_OUT)                                  \
+  std::vector<array> NAME::jvp(const std::vector<array>& primals,                        \
+                               const std::vector<array>&, const std::vector<int>&) {     \
+    const array& x = primals[0];                                                         \
+    return {zeros(x.shape(), BOOL_OUT ? bool_ : x.dtype(), stream())};                   \
+  }                                                                                      \
+  std::vector<array> NAME::vjp(const std::vector<array>& primals,                        \
+                               const std::vector<array>&, const std::vector<int>& argnums, \
+                               const std::vector<array>&) {                              \
+    return detail::zero_vjps(primals, argnums, stream());                                \
+  }
 
 // A primitive without parameters, with a CPU kernel (also used by binary.h).
 #define TESSERA_ELEMENTWISE_PRIMITIVE(NAME)                              \
@@ -23,6 +51,7 @@ namespace detail {
     using UnaryPrimitive::UnaryPrimitive;                                \
     void eval_cpu(const std::vector<array>& inputs, array& out) override; \
     void eval_gpu(const std::vector<array>& inputs, array& out) override; \
+    TESSERA_TRANSFORM_RULES                                            \
     TESSERA_PRIMITIVE_NAME(NAME)                                         \
     bool is_equivalent(const Primitive&) const override { return true; } \
   };
@@ -82,6 +111,7 @@ class Round : public UnaryPrimitive {
   Round(Stream s, int decimals) : UnaryPrimitive(s), decimals_(decimals) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_TRANSFORM_RULES
   TESSERA_PRIMITIVE_NAME(Round)
   bool is_equivalent(const Primitive& other) const override;
   int decimals() const { return decimals_; }
@@ -98,6 +128,7 @@ class NanToNum : public UnaryPrimitive {
       : UnaryPrimitive(s), nan_(nan), posinf_(posinf), neginf_(neginf) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
   void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_TRANSFORM_RULES
   TESSERA_PRIMITIVE_NAME(NanToNum)
   bool is_equivalent(const Primitive& other) const override;
 
