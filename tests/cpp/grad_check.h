@@ -168,4 +168,19 @@ inline void check_vmap(const std::string& name, const VecFn& f, const std::vecto
   }
 }
 
+// f's derivatives checked on x, on every device.
+inline void check_on_devices(const std::string& name, const std::function<array(const array&)>& f,
+                             const array& x) {
+  on_each_device([&] { check_derivatives(name, lift(f), {x}); });
+}
+
+// vmap of f over axis 0 of a (B, ...) input and over axis `inner` of the same
+// data with the batch axis moved there.
+inline void check_vmap_axes(const std::string& name, const std::function<array(const array&)>& f,
+                            const array& batched, int inner) {
+  check_vmap(name + " (batch axis 0)", lift(f), {batched}, {0});
+  check_vmap(name + " (batch axis " + std::to_string(inner) + ")", lift(f),
+             {moveaxis(batched, 0, inner)}, {inner});
+}
+
 }  // namespace grad_check

@@ -18,25 +18,12 @@ using grad_check::check_vmap;
 using grad_check::random_f64;
 using grad_check::values;
 using grad_check::lift;
+using grad_check::check_on_devices;
+using grad_check::check_vmap_axes;
 
 namespace {
 
 using Unary = std::function<array(const array&)>;
-
-void check_on_devices(const std::string& name, const Unary& f, const array& x) {
-  for (Device d : harness::devices()) {
-    StreamContext ctx(d);
-    check_derivatives(name, lift(f), {x});
-  }
-}
-
-// vmap of f over axis 0 of a (B, ...) input and over axis `inner` of the same
-// data with the batch axis moved there.
-void check_vmap_axes(const std::string& name, const Unary& f, const array& batched, int inner) {
-  check_vmap(name + " (batch axis 0)", lift(f), {batched}, {0});
-  check_vmap(name + " (batch axis " + std::to_string(inner) + ")", lift(f),
-             {moveaxis(batched, 0, inner)}, {inner});
-}
 
 // The vjp of f at x for cotangent c, checked to have x's shape and dtype.
 array vjp_at(const Unary& f, const array& x, const array& c) {

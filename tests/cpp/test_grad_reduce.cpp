@@ -17,27 +17,13 @@ using grad_check::check_vmap;
 using grad_check::random_f64;
 using grad_check::values;
 using grad_check::lift;
+using grad_check::check_on_devices;
+using grad_check::check_vmap_axes;
 using grad_check::integers_f64;
 
 namespace {
 
 using Unary = std::function<array(const array&)>;
-
-// f on every device, with derivatives checked on x.
-void check_on_devices(const std::string& name, const Unary& f, const array& x) {
-  for (Device d : harness::devices()) {
-    StreamContext ctx(d);
-    check_derivatives(name, lift(f), {x});
-  }
-}
-
-// vmap of f over axis 0 of a (B, ...) input and over axis `inner` of the same
-// data with the batch axis moved there.
-void check_vmap_axes(const std::string& name, const Unary& f, const array& batched, int inner) {
-  check_vmap(name + " (batch axis 0)", lift(f), {batched}, {0});
-  check_vmap(name + " (batch axis " + std::to_string(inner) + ")", lift(f),
-             {moveaxis(batched, 0, inner)}, {inner});
-}
 
 void expect_values(const array& got, const std::vector<double>& want, const std::string& ctx,
                    double tol = 1e-12) {
