@@ -385,6 +385,14 @@ void ensure_device_locked(BufferStorage* b, const Stream& s, cudaStream_t cs) {
   b->device_stream = s.index;
 }
 
+// The cudaStream_t of GPU stream s.
+cudaStream_t gpu_stream_locked(const Stream& s) {
+  if (s.device != Device::gpu) {
+    throw std::logic_error("[gpu::cuda_stream] stream is not a GPU stream (bug)");
+  }
+  return stream_locked(s.index);
+}
+
 char* element_ptr(void* base, const array& a) {
   return static_cast<char*>(base) + a.offset() * static_cast<int64_t>(a.itemsize());
 }
@@ -401,29 +409,23 @@ void stream_created(const Stream& s) {
 }
 
 cudaStream_t cuda_stream(const Stream& s) {
-  if (s.device != Device::gpu) {
-    throw std::logic_error("[gpu::cuda_stream] stream is not a GPU stream (bug)");
-  }
-  auto& st = state();
-  std::lock_guard l(st.mutex);
-  return stream_locked(s.index);
+  std::lock_guard l(state().mutex);
+  return gpu_stream_locked(s);
 }
 
 void synchronize(const Stream& s) { TESSERA_CUDA_CHECK(cudaStreamSynchronize(cuda_stream(s))); }
 
 const void* device_ptr(const array& a, const Stream& s) {
   auto* b = a.buffer().storage();
-  cudaStream_t cs = cuda_stream(s);
   std::lock_guard l(state().mutex);
-  ensure_device_locked(b, s, cs);
+  ensure_device_locked(b, s, gpu_stream_locked(s));
   return element_ptr(b->device, a);
 }
 
 void* writable_device_ptr(array& out, const Stream& s) {
   auto* b = out.buffer().storage();
-  cudaStream_t cs = cuda_stream(s);
   std::lock_guard l(state().mutex);
-  ensure_device_locked(b, s, cs);
+  ensure_device_locked(b, s, gpu_stream_locked(s));
   b->host_valid = false;
   return element_ptr(b->device, out);
 }
