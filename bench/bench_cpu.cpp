@@ -4,6 +4,7 @@
 #include <string>
 
 #include "bench_util.h"
+#include "mlp.h"
 #include "tessera/tessera.h"
 
 using namespace tessera;
@@ -55,6 +56,11 @@ int main(int argc, char** argv) {
     eval(a, b);
     double t = bench::time_median([&] { eval(matmul(a, b)); }, 5, 1);
     bench::report("matmul_f32_2048", t, 2.0 * 2048.0 * 2048.0 * 2048.0, "flop");
+  }
+  if (bench::wanted(argc, argv, "mlp_value_and_grad_cpu")) {
+    // Flops of one step: forward and backward, 3 products of 256x1024x1024 per layer.
+    bench::report("mlp_value_and_grad_cpu", bench::mlp_step(Device::cpu),
+                  3 * 4 * 2.0 * 256 * 1024 * 1024, "flop");
   }
   return 0;
 }

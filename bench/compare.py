@@ -32,7 +32,9 @@ def main():
     for name, r in ours.items():
         p = peer.get(name)
         ratio = f"{p['seconds'] / r['seconds']:.2f}" if p else "n/a"
-        print(f"| {name} | {rate(r)} | {rate(p) if p else 'n/a'} | {ratio} |")
+        # A row measured against another peer says which (the peer's "peer" field).
+        other = f" ({p['peer']})" if p and "peer" in p else ""
+        print(f"| {name} | {rate(r)} | {rate(p) + other if p else 'n/a'} | {ratio} |")
 
 
 if __name__ == "__main__":

@@ -64,6 +64,17 @@ def main():
         a = filled((2048, 2048), 0.0) * np.float32(0.001)
         b = filled((2048, 2048), 1.0) * np.float32(0.001)
         report("matmul_f32_2048", time_median(lambda: a @ b, 5, 1), 2.0 * 2048.0 ** 3, "flop")
+    if wanted("mlp_value_and_grad_cpu"):
+        # NumPy has no autograd: the peer of the training step is PyTorch, when installed.
+        try:
+            from peers_mlp import mlp_step
+        except ImportError:
+            print("peers_cpu: PyTorch is not installed; mlp_value_and_grad_cpu has no peer",
+                  file=sys.stderr)
+        else:
+            print(json.dumps({"name": "mlp_value_and_grad_cpu", "seconds": mlp_step("cpu"),
+                              "work": 3 * 4 * 2.0 * 256 * 1024 * 1024, "unit": "flop",
+                              "peer": "PyTorch"}), flush=True)
 
 
 if __name__ == "__main__":

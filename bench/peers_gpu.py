@@ -5,6 +5,8 @@ import time
 
 import torch
 
+from peers_mlp import mlp_step
+
 
 def time_median(f, reps=7, warmup=2):
     for _ in range(warmup):
@@ -113,50 +115,6 @@ def main():
     for name, dev in (("mlp_value_and_grad_gpu", "cuda"), ("mlp_value_and_grad_cpu", "cpu")):
         if wanted(name):
             report(name, mlp_step(dev), 3 * 4 * 2.0 * 256 * 1024 * 1024, "flop")
-
-
-def mlp_step(dev):
-    """value_and_grad of a 4-layer perceptron (width 1024, batch 256, float32) in eager autograd."""
-    width, batch, layers = 1024, 256, 4
-
-    def values(shape, scale, salt):
-        n = 1
-        for s in shape:
-            n *= s
-        a = (torch.arange(n, device=dev, dtype=torch.int64) * (salt * 7 + 13)) % 1021
-        return (a.float() * (scale / 1021.0) - scale / 2).reshape(shape)
-    params = []
-    for l in range(layers):
-        params.append(values((width, width), 2.0 / width ** 0.5, l).requires_grad_())
-        params.append(values((width,), 0.1, l + 10).requires_grad_())
-    x, y = values((batch, width), 2.0, 20), values((batch, width), 2.0, 21)
-
-    def step():
-        for p in params:
-            p.grad = None
-        h = x
-        for l in range(layers):
-            h = torch.addmm(params[2 * l + 1], h, params[2 * l].t())
-            if l + 1 < layers:
-                h = torch.relu(h)
-        loss = ((h - y) ** 2).mean()
-        loss.backward()
-        loss.item() if dev == "cpu" else None
-    if dev == "cpu":
-        return time_median_cpu(step, 20, 3)
-    return time_median(step, 20, 3)
-
-
-def time_median_cpu(f, reps, warmup):
-    for _ in range(warmup):
-        f()
-    t = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        f()
-        t.append(time.perf_counter() - t0)
-    t.sort()
-    return t[len(t) // 2]
 
 
 if __name__ == "__main__":

@@ -77,11 +77,15 @@ struct NodeTask {
           }
           primitive->eval_cpu(inputs, outputs);
           // The CPU may have written the outputs' buffers (also donated ones
-          // that have a device copy): the host copy is now the valid one.
+          // that have a device copy): the host copy is now the valid one. A
+          // kernel reaches host memory only through data(), which makes the
+          // host copy valid first; a buffer whose host copy is still stale
+          // was not touched (a view of a device-born array) and keeps its
+          // device copy as the valid one.
           for (auto& out : outputs) {
             if (out.has_data()) {
               auto* st = out.buffer().storage();
-              if (st && st->device) gpu::host_written(st);
+              if (st && st->device && st->host_valid) gpu::host_written(st);
             }
           }
         } else {

@@ -41,6 +41,38 @@ struct LimitGuard {
 #define REQUIRE_GPU() \
   if (!have_gpu()) GTEST_SKIP() << "needs a GPU"
 
+TEST(Residency, CpuViewsOfGpuResultsReadTheGpuValues) {
+  // A view taken on the CPU of an array the GPU computed shares its buffer
+  // without touching it: the device copy stays the valid one, and a CPU
+  // kernel reading the view downloads it.
+  REQUIRE_GPU();
+  const int rows = 300, cols = 7;
+  auto v = iota_values(rows * cols);
+  array g = multiply(host_array(v, {rows, cols}), array(3.f), Device::gpu);
+  eval(g);
+  array t = transpose(g, Device::cpu);                          // (cols, rows) view
+  array b = broadcast_to(reshape(g, {1, rows, cols}, Device::cpu), {2, rows, cols}, Device::cpu);
+  array s = sum(t, 1, false, Device::cpu);                      // column sums of g
+  array m = matmul(b, ones({cols, 1}, float32, Device::cpu), Device::cpu);  // row sums
+  eval(s, m);
+  for (int c = 0; c < cols; ++c) {
+    double want = 0;
+    for (int r = 0; r < rows; ++r) want += 3.0 * v[r * cols + c];
+    ASSERT_NEAR(s.data<float>()[c], want, 1e-3 * std::abs(want)) << c;
+  }
+  for (int r = 0; r < rows; ++r) {
+    double want = 0;
+    for (int c = 0; c < cols; ++c) want += 3.0 * v[r * cols + c];
+    ASSERT_NEAR(m.data<float>()[r], want, 1e-4 * std::abs(want) + 1e-3) << r;
+    ASSERT_NEAR(m.data<float>()[rows + r], want, 1e-4 * std::abs(want) + 1e-3) << r;
+  }
+  // The GPU still reads its own copy, unchanged.
+  array back = sum(g, Device::gpu);
+  double total = 0;
+  for (float x : v) total += 3.0 * x;
+  ASSERT_NEAR(back.item<float>(), total, 1e-5 * total);
+}
+
 TEST(Residency, CpuWritesGpuReadsCpuReads) {
   REQUIRE_GPU();
   const int n = 1 << 20;
