@@ -65,6 +65,14 @@ def main():
         b = filled((2048, 2048), 1.0) * np.float32(0.001)
         report("matmul_f32_2048", time_median(lambda: a @ b, 5, 1), 2.0 * 2048.0 ** 3, "flop")
 
+    if wanted("sort_f32_1e7"):
+        i = np.arange(10_000_000, dtype=np.uint64)
+        a = ((i * np.uint64(2654435761)) % np.uint64(2 ** 32)).astype(np.float32) / np.float32(2 ** 32)
+        report("sort_f32_1e7", time_median(lambda: np.sort(a), 5, 1), 1e7, "element")
+    if wanted("cumsum_f32_1e7"):
+        a = filled((10_000_000,), 0.5)
+        report("cumsum_f32_1e7", time_median(lambda: np.cumsum(a)), 2.0 * 4e7, "byte")
+
 
 if __name__ == "__main__":
     main()

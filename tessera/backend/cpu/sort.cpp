@@ -3,7 +3,7 @@
 // Every value is first mapped to an unsigned key whose order is NumPy's (see
 // Note [Sort order] and sort_keys.h): a row is copied into a contiguous key
 // buffer, then
-//   values   LSD radix sort of the keys (8-bit digits, digits that are equal
+//   values   LSD radix sort of the keys (11- or 8-bit digits, digits equal
 //            in every key skipped), decoded back; std::sort for short rows;
 //   indices  the same radix sort carrying uint32 indices (stable);
 //            std::stable_sort for short rows;
@@ -33,38 +33,41 @@ constexpr int64_t kShortRow = 64;           // rows below this use comparison so
 constexpr int64_t kParallelWork = 1 << 14;  // elements per parallel chunk, at least
 
 // LSD radix sort of keys[0, n) (with indices idx when idx != nullptr), using
-// tk / ti as scratch of the same size. The result ends in keys / idx.
+// tk / ti as scratch of the same size; digits of 11 bits for 32- and 64-bit
+// keys (3 or 6 passes), 8 bits otherwise. The result ends in keys / idx.
 template <typename K>
 void radix_sort(K* keys, K* tk, uint32_t* idx, uint32_t* ti, int64_t n) {
-  constexpr int kBytes = sizeof(K);
-  std::vector<int64_t> count(kBytes * 256, 0);
+  constexpr int kBits = sizeof(K) >= 4 ? 11 : 8;
+  constexpr int kRadix = 1 << kBits;
+  constexpr int kPasses = (8 * sizeof(K) + kBits - 1) / kBits;
+  std::vector<int64_t> count(kPasses * kRadix, 0);
   for (int64_t i = 0; i < n; ++i) {
     K k = keys[i];
-    for (int b = 0; b < kBytes; ++b) ++count[b * 256 + ((k >> (8 * b)) & 0xff)];
+    for (int b = 0; b < kPasses; ++b) ++count[b * kRadix + ((k >> (kBits * b)) & (kRadix - 1))];
   }
   K* src = keys;
   K* dst = tk;
   uint32_t* isrc = idx;
   uint32_t* idst = ti;
-  for (int b = 0; b < kBytes; ++b) {
-    int64_t* c = count.data() + b * 256;
-    if (c[(keys[0] >> (8 * b)) & 0xff] == n) continue;  // one digit value: nothing moves
+  for (int b = 0; b < kPasses; ++b) {
+    const int shift = kBits * b;
+    int64_t* c = count.data() + b * kRadix;
+    if (c[(keys[0] >> shift) & (kRadix - 1)] == n) continue;  // one digit value: nothing moves
     int64_t sum = 0;
-    for (int d = 0; d < 256; ++d) {
+    for (int d = 0; d < kRadix; ++d) {
       int64_t t = c[d];
       c[d] = sum;
       sum += t;
     }
-    const int shift = 8 * b;
     if (isrc) {
       for (int64_t i = 0; i < n; ++i) {
-        int64_t pos = c[(src[i] >> shift) & 0xff]++;
+        int64_t pos = c[(src[i] >> shift) & (kRadix - 1)]++;
         dst[pos] = src[i];
         idst[pos] = isrc[i];
       }
       std::swap(isrc, idst);
     } else {
-      for (int64_t i = 0; i < n; ++i) dst[c[(src[i] >> shift) & 0xff]++] = src[i];
+      for (int64_t i = 0; i < n; ++i) dst[c[(src[i] >> shift) & (kRadix - 1)]++] = src[i];
     }
     std::swap(src, dst);
   }
