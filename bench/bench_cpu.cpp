@@ -2,6 +2,7 @@
 // (bench/peers_cpu.py) and prints the ratios.
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "bench_util.h"
 #include "mlp.h"
@@ -61,6 +62,21 @@ int main(int argc, char** argv) {
     // Flops of one step: forward and backward, 3 products of 256x1024x1024 per layer.
     bench::report("mlp_value_and_grad_cpu", bench::mlp_step(Device::cpu),
                   3 * 4 * 2.0 * 256 * 1024 * 1024, "flop");
+  if (bench::wanted(argc, argv, "sort_f32_1e7")) {
+    // A fixed pseudo-random order (the same as peers_cpu.py): i * 2654435761 mod 2^32.
+    std::vector<float> v(10000000);
+    for (size_t i = 0; i < v.size(); ++i) {
+      v[i] = static_cast<float>((i * 2654435761ull) % 4294967296ull) / 4294967296.0f;
+    }
+    array a(v.begin(), {static_cast<int>(v.size())}, float32);
+    eval(a);
+    double t = bench::time_median([&] { eval(sort(a)); }, 5, 1);
+    bench::report("sort_f32_1e7", t, 1e7, "element");
+  }
+  if (bench::wanted(argc, argv, "cumsum_f32_1e7")) {
+    array a = filled({10000000}, 0.5f);
+    double t = bench::time_median([&] { eval(cumsum(a)); });
+    bench::report("cumsum_f32_1e7", t, 2.0 * 4e7, "byte");
   }
   return 0;
 }

@@ -76,6 +76,14 @@ def main():
                               "work": 3 * 4 * 2.0 * 256 * 1024 * 1024, "unit": "flop",
                               "peer": "PyTorch"}), flush=True)
 
+    if wanted("sort_f32_1e7"):
+        i = np.arange(10_000_000, dtype=np.uint64)
+        a = ((i * np.uint64(2654435761)) % np.uint64(2 ** 32)).astype(np.float32) / np.float32(2 ** 32)
+        report("sort_f32_1e7", time_median(lambda: np.sort(a), 5, 1), 1e7, "element")
+    if wanted("cumsum_f32_1e7"):
+        a = filled((10_000_000,), 0.5)
+        report("cumsum_f32_1e7", time_median(lambda: np.cumsum(a)), 2.0 * 4e7, "byte")
+
 
 if __name__ == "__main__":
     main()

@@ -8,3 +8,5 @@
 #include "tessera/ops/shape.h"
 #include "tessera/ops/unary.h"
 #include "tessera/ops/utils.h"
+#include "tessera/ops/scan.h"
+#include "tessera/ops/sort.h"

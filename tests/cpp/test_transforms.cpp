@@ -10,6 +10,7 @@
 #include "grad_check.h"
 #include "harness.h"
 #include "tessera/tessera.h"
+#include "tessera/ops/primitives/sort.h"
 
 using namespace tessera;
 using grad_check::random_f64;
@@ -315,6 +316,14 @@ TEST(Transforms, EveryPrimitiveHasItsRules) {
   cases.push_back({"concatenate", {concatenate({x, y}, 0)}});
   cases.push_back({"pad", {pad(x, 1)}});
   cases.push_back({"diagonal", {diagonal(x)}});
+  cases.push_back({"cumsum", {cumsum(x, 1)}});
+  cases.push_back({"cummax", {cummax(x, 0, true, false)}});
+  cases.push_back({"sort", {sort(x, 1)}});
+  cases.push_back({"argsort", {argsort(x, 0)}});
+  cases.push_back({"partition", {partition(x, 1, 1)}});
+  cases.push_back({"argpartition", {argpartition(x, 1, 0)}});
+  cases.push_back({"searchsorted", {searchsorted(sort(v), x)}});
+  cases.push_back({"permute_axis", {detail::permute_axis(x, argsort(x, 1), 1)}});
   std::vector<std::string> missing;
   for (auto& [label, outs] : cases) {
     for (auto& m : missing_rules(outs)) missing.push_back(m + " (" + label + ")");

@@ -4,6 +4,8 @@
 #include "tessera/ops/primitives/creation.h"
 #include "tessera/ops/primitives/linalg.h"
 #include "tessera/ops/primitives/reduce.h"
+#include "tessera/ops/primitives/scan.h"
+#include "tessera/ops/primitives/sort.h"
 #include "tessera/ops/primitives/shape.h"
 #include "tessera/ops/primitives/unary.h"
 
@@ -110,5 +112,9 @@ TESSERA_NO_GPU(Trunc)
 TESSERA_NO_GPU(Variance)
 TESSERA_NO_GPU(View)
 TESSERA_NO_GPU_MULTI(DivMod)
+TESSERA_NO_GPU(Scan)
+TESSERA_NO_GPU(Sort)
+TESSERA_NO_GPU(SearchSorted)
+TESSERA_NO_GPU(PermuteAxis)
 
 }  // namespace tessera

@@ -1,0 +1,79 @@
+// Sorting primitives: Sort (values or indices of a stable sort, or of a
+// partition around kth) along one axis, SearchSorted, and PermuteAxis, the
+// gather through a permutation that the rules of Sort are written with.
+//
+// Note [Sort order]
+// Every kernel orders values as NumPy does: ascending, NaNs last, ties in
+// input order (stable). A partition's indices and values come from one
+// algorithm, so that partition(x) == take_along_axis(x, argpartition(x)) and
+// the rules can use the indices. A full sort is a valid partition; the GPU
+// uses it for both.
+#pragma once
+
+#include "tessera/core/primitive.h"
+
+namespace tessera {
+
+class Sort : public UnaryPrimitive {
+ public:
+  // Values or uint32 indices; sorted, or partitioned around kth.
+  enum Kind { Values, Indices, PartitionValues, PartitionIndices };
+
+  Sort(Stream s, Kind kind, int axis, int kth = 0)
+      : UnaryPrimitive(s), kind_(kind), axis_(axis), kth_(kth) {}
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  const char* name() const override;
+  TESSERA_TRANSFORM_RULES
+  bool is_equivalent(const Primitive& other) const override;
+  Kind kind() const { return kind_; }
+  int axis() const { return axis_; }
+  int kth() const { return kth_; }
+  bool returns_indices() const { return kind_ == Indices || kind_ == PartitionIndices; }
+  bool is_partition() const { return kind_ == PartitionValues || kind_ == PartitionIndices; }
+
+ private:
+  Kind kind_;
+  int axis_;
+  int kth_;
+};
+
+// Inputs: a sorted 1-D sequence and values of the same dtype; uint32 output
+// of the values' shape (see Note [Sort order] for NaNs).
+class SearchSorted : public UnaryPrimitive {
+ public:
+  SearchSorted(Stream s, bool right) : UnaryPrimitive(s), right_(right) {}
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_PRIMITIVE_NAME(SearchSorted)
+  TESSERA_TRANSFORM_RULES
+  bool is_equivalent(const Primitive& other) const override;
+
+ private:
+  bool right_;
+};
+
+// out[..., i, ...] = x[..., perm[..., i, ...], ...] along `axis`, where perm
+// (uint32, x's shape) holds a permutation of [0, n) in every row along the
+// axis; rows of perm that are not permutations give unspecified values but
+// never read out of bounds (indices are clamped).
+class PermuteAxis : public UnaryPrimitive {
+ public:
+  PermuteAxis(Stream s, int axis) : UnaryPrimitive(s), axis_(axis) {}
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_PRIMITIVE_NAME(PermuteAxis)
+  TESSERA_TRANSFORM_RULES
+  bool is_equivalent(const Primitive& other) const override;
+  int axis() const { return axis_; }
+
+ private:
+  int axis_;
+};
+
+namespace detail {
+// The PermuteAxis node (no checks: perm must be uint32 of x's shape).
+array permute_axis(const array& x, const array& perm, int axis, StreamOrDevice s = {});
+}  // namespace detail
+
+}  // namespace tessera
