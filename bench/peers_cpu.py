@@ -64,6 +64,11 @@ def main():
         a = filled((2048, 2048), 0.0) * np.float32(0.001)
         b = filled((2048, 2048), 1.0) * np.float32(0.001)
         report("matmul_f32_2048", time_median(lambda: a @ b, 5, 1), 2.0 * 2048.0 ** 3, "flop")
+    if wanted("take_f32_1e7_idx_1e6"):
+        a = filled((10_000_000,), 0.0)
+        idx = np.random.default_rng(0).integers(0, 10_000_000, 1_000_000, dtype=np.int32)
+        report("take_f32_1e7_idx_1e6", time_median(lambda: np.take(a, idx, axis=0)),
+               1e6 * (4 + 4 + 4), "byte")
 
 
 if __name__ == "__main__":

@@ -8,3 +8,4 @@
 #include "tessera/ops/shape.h"
 #include "tessera/ops/unary.h"
 #include "tessera/ops/utils.h"
+#include "tessera/ops/indexing.h"

@@ -2,6 +2,7 @@
 #include "tessera/ops/primitives/binary.h"
 #include "tessera/ops/primitives/copy.h"
 #include "tessera/ops/primitives/creation.h"
+#include "tessera/ops/primitives/indexing.h"
 #include "tessera/ops/primitives/linalg.h"
 #include "tessera/ops/primitives/reduce.h"
 #include "tessera/ops/primitives/shape.h"
@@ -110,5 +111,10 @@ TESSERA_NO_GPU(Trunc)
 TESSERA_NO_GPU(Variance)
 TESSERA_NO_GPU(View)
 TESSERA_NO_GPU_MULTI(DivMod)
+TESSERA_NO_GPU(Gather)
+TESSERA_NO_GPU(Scatter)
+TESSERA_NO_GPU(GatherAxis)
+TESSERA_NO_GPU(ScatterAxis)
+TESSERA_NO_GPU(MaskedScatter)
 
 }  // namespace tessera
