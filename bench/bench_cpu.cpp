@@ -1,6 +1,7 @@
 // CPU benchmarks of the core ops; scripts/bench runs them beside NumPy
 // (bench/peers_cpu.py) and prints the ratios.
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,16 @@ int main(int argc, char** argv) {
     array a = filled({10000000}, 0.5f);
     double t = bench::time_median([&] { eval(cumsum(a)); });
     bench::report("cumsum_f32_1e7", t, 2.0 * 4e7, "byte");
+  if (bench::wanted(argc, argv, "take_f32_1e7_idx_1e6")) {
+    array a = filled({10000000}, 0.0f);
+    std::mt19937 gen(0);
+    std::uniform_int_distribution<int32_t> dist(0, 10000000 - 1);
+    std::vector<int32_t> iv(1000000);
+    for (auto& i : iv) i = dist(gen);
+    array idx(iv.begin(), {1000000}, int32);
+    eval(idx);
+    double t = bench::time_median([&] { eval(take(a, idx, 0)); });
+    bench::report("take_f32_1e7_idx_1e6", t, 1e6 * (4 + 4 + 4), "byte");
   }
   return 0;
 }

@@ -83,6 +83,11 @@ def main():
     if wanted("cumsum_f32_1e7"):
         a = filled((10_000_000,), 0.5)
         report("cumsum_f32_1e7", time_median(lambda: np.cumsum(a)), 2.0 * 4e7, "byte")
+    if wanted("take_f32_1e7_idx_1e6"):
+        a = filled((10_000_000,), 0.0)
+        idx = np.random.default_rng(0).integers(0, 10_000_000, 1_000_000, dtype=np.int32)
+        report("take_f32_1e7_idx_1e6", time_median(lambda: np.take(a, idx, axis=0)),
+               1e6 * (4 + 4 + 4), "byte")
 
 
 if __name__ == "__main__":

@@ -10,3 +10,4 @@
 #include "tessera/ops/utils.h"
 #include "tessera/ops/scan.h"
 #include "tessera/ops/sort.h"
+#include "tessera/ops/indexing.h"

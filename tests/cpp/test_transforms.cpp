@@ -324,6 +324,17 @@ TEST(Transforms, EveryPrimitiveHasItsRules) {
   cases.push_back({"argpartition", {argpartition(x, 1, 0)}});
   cases.push_back({"searchsorted", {searchsorted(sort(v), x)}});
   cases.push_back({"permute_axis", {detail::permute_axis(x, argsort(x, 1), 1)}});
+  array k = array({2, 0, -1}, int32);
+  cases.push_back({"gather", {take(x, k, 1)}});
+  cases.push_back({"scatter", {scatter(x, k, ones({3, 1, 4}, float64), 0)}});
+  cases.push_back({"scatter_add", {scatter_add(x, k, ones({3, 1, 4}, float64), 0)}});
+  cases.push_back({"scatter_prod", {scatter_prod(x, k, ones({3, 1, 4}, float64), 0)}});
+  cases.push_back({"scatter_max", {scatter_max(x, k, ones({3, 1, 4}, float64), 0)}});
+  cases.push_back({"scatter_min", {scatter_min(x, k, ones({3, 1, 4}, float64), 0)}});
+  cases.push_back({"take_along_axis", {take_along_axis(x, reshape(k, {3, 1}), 1)}});
+  cases.push_back({"put_along_axis", {put_along_axis(x, reshape(k, {3, 1}), array(2.0), 1)}});
+  cases.push_back({"scatter_add_axis", {scatter_add_axis(x, reshape(k, {3, 1}), array(2.0), 1)}});
+  cases.push_back({"masked_scatter", {masked_scatter(x, greater(x, y), v)}});
   std::vector<std::string> missing;
   for (auto& [label, outs] : cases) {
     for (auto& m : missing_rules(outs)) missing.push_back(m + " (" + label + ")");

@@ -2,6 +2,7 @@
 #include "tessera/ops/primitives/binary.h"
 #include "tessera/ops/primitives/copy.h"
 #include "tessera/ops/primitives/creation.h"
+#include "tessera/ops/primitives/indexing.h"
 #include "tessera/ops/primitives/linalg.h"
 #include "tessera/ops/primitives/reduce.h"
 #include "tessera/ops/primitives/scan.h"
@@ -116,5 +117,10 @@ TESSERA_NO_GPU(Scan)
 TESSERA_NO_GPU(Sort)
 TESSERA_NO_GPU(SearchSorted)
 TESSERA_NO_GPU(PermuteAxis)
+TESSERA_NO_GPU(Gather)
+TESSERA_NO_GPU(Scatter)
+TESSERA_NO_GPU(GatherAxis)
+TESSERA_NO_GPU(ScatterAxis)
+TESSERA_NO_GPU(MaskedScatter)
 
 }  // namespace tessera

@@ -98,8 +98,8 @@ std::pair<std::vector<array>, std::vector<int>> View::vmap(const std::vector<arr
 
 // ---- AsStrided: the jvp is the same view of the tangent. In the vjp, each
 // element of the input receives the sum of the cotangent over the output
-// positions that view it: a (1, P) x (P, N) product with the one-hot matrix of
-// those positions (P outputs, N inputs), which costs P * N elements.
+// positions that view it: a scatter_add of the cotangent at the flat input
+// position of each output element.
 
 std::vector<array> AsStrided::vjp(const std::vector<array>& primals,
                                   const std::vector<array>& cotangents, const std::vector<int>&,
@@ -109,11 +109,9 @@ std::vector<array> AsStrided::vjp(const std::vector<array>& primals,
   if (!is_inexact(x.dtype())) return {zeros_like(x, s)};
   const int n = static_cast<int>(x.size());
   const int p = static_cast<int>(shape_size(shape_));
-  array index = arange(0, n, s);
-  array viewed = reshape(as_strided(index, shape_, strides_, offset_, s), {p, 1}, s);
-  array one_hot = astype(equal(viewed, reshape(index, {1, n}, s), s), x.dtype(), s);
-  array c = reshape(astype(cotangents[0], x.dtype(), s), {1, p}, s);
-  return {reshape(matmul(c, one_hot, s), x.shape(), s)};
+  array positions = reshape(as_strided(arange(0, n, s), shape_, strides_, offset_, s), {p}, s);
+  array c = reshape(astype(cotangents[0], x.dtype(), s), {p}, s);
+  return {reshape(scatter_add_axis(zeros({n}, x.dtype(), s), positions, c, 0, s), x.shape(), s)};
 }
 
 std::vector<array> AsStrided::jvp(const std::vector<array>&, const std::vector<array>& tangents,
