@@ -2,6 +2,7 @@
 #include "tessera/ops/primitives/binary.h"
 #include "tessera/ops/primitives/copy.h"
 #include "tessera/ops/primitives/creation.h"
+#include "tessera/ops/primitives/decompositions.h"
 #include "tessera/ops/primitives/linalg.h"
 #include "tessera/ops/primitives/reduce.h"
 #include "tessera/ops/primitives/shape.h"
@@ -110,5 +111,15 @@ TESSERA_NO_GPU(Trunc)
 TESSERA_NO_GPU(Variance)
 TESSERA_NO_GPU(View)
 TESSERA_NO_GPU_MULTI(DivMod)
+
+// linalg factorizations
+TESSERA_NO_GPU(Cholesky)
+TESSERA_NO_GPU_MULTI(Eig)
+TESSERA_NO_GPU_MULTI(Eigh)
+TESSERA_NO_GPU(Inverse)
+TESSERA_NO_GPU_MULTI(LUF)
+TESSERA_NO_GPU_MULTI(QRF)
+TESSERA_NO_GPU(Solve)
+TESSERA_NO_GPU_MULTI(SVD)
 
 }  // namespace tessera
