@@ -254,28 +254,35 @@ array cholesky_inv(const array& a, bool upper, StreamOrDevice s) {
   return upper ? matmul(t, tt, s) : matmul(tt, t, s);
 }
 
+namespace {
+// LUF's outputs: {LU}, {LU, pivots} or {LU, perm}.
+std::vector<array> lu_outputs(const array& a, LUF::Second second, StreamOrDevice s) {
+  const int m = a.shape(-2), n = a.shape(-1);
+  auto prim = std::make_shared<LUF>(to_stream(s), second);
+  if (second == LUF::none) return array::make_arrays({a.shape()}, {a.dtype()}, prim, {a});
+  return array::make_arrays(
+      {a.shape(), with_last(a, 2, {second == LUF::row_indices ? m : std::min(m, n)})},
+      {a.dtype(), uint32}, prim, {a});
+}
+}  // namespace
+
 std::pair<array, array> lu_factor(const array& a, StreamOrDevice s) {
   check_matrix(a, "lu_factor");
-  const int m = a.shape(-2), n = a.shape(-1), k = std::min(m, n);
-  auto out = array::make_arrays({a.shape(), with_last(a, 2, {k}), with_last(a, 2, {m})},
-                                {a.dtype(), uint32, uint32}, std::make_shared<LUF>(to_stream(s)),
-                                {a});
+  auto out = lu_outputs(a, LUF::pivots, s);
   return {out[0], out[1]};
 }
 
 std::vector<array> lu(const array& a, StreamOrDevice s) {
   check_matrix(a, "lu");
   const int m = a.shape(-2), n = a.shape(-1), k = std::min(m, n);
-  auto out = array::make_arrays({a.shape(), with_last(a, 2, {k}), with_last(a, 2, {m})},
-                                {a.dtype(), uint32, uint32}, std::make_shared<LUF>(to_stream(s)),
-                                {a});
+  auto out = lu_outputs(a, LUF::row_indices, s);
   const int nd = static_cast<int>(a.ndim());
   Shape start(nd, 0), l_stop = a.shape(), u_stop = a.shape();
   l_stop[nd - 1] = k;
   u_stop[nd - 2] = k;
   array l = add(tril(slice(out[0], start, l_stop, s), -1, s), eye(m, k, 0, a.dtype(), s), s);
   array u = triu(slice(out[0], start, u_stop, s), 0, s);
-  return {out[2], l, u};
+  return {out[1], l, u};
 }
 
 array solve(const array& a, const array& b, StreamOrDevice s) {
@@ -407,9 +414,13 @@ array det(const array& a, StreamOrDevice s) {
 
 std::pair<array, array> slogdet(const array& a, StreamOrDevice s) {
   check_square(a, "slogdet");
-  auto [f, pivots] = lu_factor(a, s);
-  array d = diagonal(f, 0, -2, -1, s);
-  array sgn = multiply(prod(sign(d, s), -1, false, s), pivot_sign(pivots, a.dtype(), s), s);
+  // The sign from one factorization, log|det| from a second one without
+  // pivots, so that either result may be used alone (transforms see the
+  // outputs of a factorization that are alive).
+  auto [f, pivots] = lu_factor(stop_gradient(a, s), s);
+  array sgn = multiply(prod(sign(diagonal(f, 0, -2, -1, s), s), -1, false, s),
+                       pivot_sign(pivots, a.dtype(), s), s);
+  array d = diagonal(lu_outputs(a, LUF::none, s)[0], 0, -2, -1, s);
   array logabs = sum(log(abs(d, s), s), -1, false, s);
   return {sgn, logabs};
 }
@@ -418,6 +429,9 @@ std::pair<array, array> slogdet(const array& a, StreamOrDevice s) {
 
 namespace tessera {
 
+bool LUF::is_equivalent(const Primitive& other) const {
+  return dynamic_cast<const LUF&>(other).second_ == second_;
+}
 bool Inverse::is_equivalent(const Primitive& other) const {
   auto& o = dynamic_cast<const Inverse&>(other);
   return o.triangular_ == triangular_ && o.upper_ == upper_;

@@ -188,8 +188,7 @@ void LUF::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs
   const int64_t m = a.shape(-2), n = a.shape(-1), k = std::min(m, n);
   check_lapack_size(m, n, "linalg::lu_factor");
   for (auto& o : outputs) allocate(o);
-  uint32_t* piv_out = outputs[1].data<uint32_t>();
-  uint32_t* perm_out = outputs[2].data<uint32_t>();
+  uint32_t* second = second_ == none ? nullptr : outputs[1].data<uint32_t>();
   dispatch_float(a.dtype(), "LUF", [&](auto tag) {
     using T = decltype(tag);
     const T* src = a.data<T>();
@@ -203,14 +202,16 @@ void LUF::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs
                        "linalg::lu_factor", "getrf");
       }
       transpose_copy(work.data(), n, m, lu + b * m * n);
+      if (second_ == none) return;
+      if (second_ == pivots) {
+        for (int64_t i = 0; i < k; ++i) second[b * k + i] = static_cast<uint32_t>(ipiv[i] - 1);
+        return;
+      }
       std::vector<uint32_t> rows(m);
       std::iota(rows.begin(), rows.end(), 0u);
-      for (int64_t i = 0; i < k; ++i) {
-        piv_out[b * k + i] = static_cast<uint32_t>(ipiv[i] - 1);
-        std::swap(rows[i], rows[ipiv[i] - 1]);
-      }
+      for (int64_t i = 0; i < k; ++i) std::swap(rows[i], rows[ipiv[i] - 1]);
       // Row i of L U is row rows[i] of a: a[j] = (L U)[perm[j]].
-      for (int64_t i = 0; i < m; ++i) perm_out[b * m + rows[i]] = static_cast<uint32_t>(i);
+      for (int64_t i = 0; i < m; ++i) second[b * m + rows[i]] = static_cast<uint32_t>(i);
     });
   });
 }

@@ -16,16 +16,22 @@ namespace tessera {
   void eval_cpu(const std::vector<array>& inputs, array& out) override; \
   void eval_gpu(const std::vector<array>& inputs, array& out) override;
 
-// P A = L U with partial pivoting. Outputs {LU (..., M, N), pivots (..., K)
-// uint32 (0-based, LAPACK's swaps), perm (..., M) uint32 with a == (L U)[perm]}.
-// Singular matrices are factored (a zero on U's diagonal), not rejected.
+// P A = L U with partial pivoting. Outputs {LU (..., M, N)} (L below the
+// diagonal, unit diagonal implied), and by `second`: nothing; pivots (..., K)
+// uint32 (0-based, LAPACK's row swaps); or row indices perm (..., M) uint32 with
+// a == (L U)[perm]. Singular matrices are factored (a zero on U's diagonal),
+// not rejected.
 class LUF : public Primitive {
  public:
-  using Primitive::Primitive;
+  enum Second { none, pivots, row_indices };
+  LUF(Stream s, Second second) : Primitive(s), second_(second) {}
   TESSERA_MULTI_KERNELS
   TESSERA_PRIMITIVE_NAME(LUF)
   TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive&) const override { return true; }
+  bool is_equivalent(const Primitive& other) const override;
+
+ private:
+  Second second_;
 };
 
 // x with a x = b; inputs {a (..., N, N), b (..., N, K)} of one batch shape.

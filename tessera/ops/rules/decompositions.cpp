@@ -85,41 +85,61 @@ void require_square(const array& a, const char* prim, const char* rule) {
   }
 }
 
+// Multi-output primitives see the outputs that are still alive only (siblings
+// are held weakly): their rules need all of them.
+void require_outputs(const std::vector<array>& cotangents, size_t n, const char* prim) {
+  if (cotangents.size() != n) {
+    throw std::invalid_argument(std::string("[") + prim +
+                                "] differentiating needs every output of the factorization to "
+                                "be kept alive until the transform has run");
+  }
+}
+
 }  // namespace
 
 // ---- LUF: P A = L U, X = L^-1 P dA U^-1, dL = L tril(X, -1), dU = triu(X) U.
+
+namespace {
+// The unit lower factor, the upper factor and the permutation matrix Pm of a
+// square a (Pm a == L U), from a factorization with row indices.
+struct LuParts {
+  array l, u, pm;
+};
+LuParts lu_parts(const array& a, Stream s) {
+  const int n = a.shape(-1);
+  Shape perm_shape(a.shape().begin(), a.shape().end() - 1);
+  auto f = array::make_arrays({a.shape(), perm_shape}, {a.dtype(), uint32},
+                              std::make_shared<LUF>(s, LUF::row_indices), {a});
+  return {add(tril(f[0], -1, s), eye(n, a.dtype(), s), s), triu(f[0], 0, s),
+          permutation_matrix(f[1], a.dtype(), s)};
+}
+}  // namespace
 
 std::vector<array> LUF::jvp(const std::vector<array>& primals, const std::vector<array>& tangents,
                             const std::vector<int>&) {
   auto s = stream();
   const array& a = primals[0];
   require_square(a, "LUF", "jvp");
-  auto outs = array::make_arrays({a.shape(), Shape(a.shape().begin(), a.shape().end() - 1),
-                                  Shape(a.shape().begin(), a.shape().end() - 1)},
-                                 {a.dtype(), uint32, uint32}, std::make_shared<LUF>(s), {a});
-  const int n = a.shape(-1);
-  array l = add(tril(outs[0], -1, s), eye(n, a.dtype(), s), s);
-  array u = triu(outs[0], 0, s);
-  array pm = permutation_matrix(outs[2], a.dtype(), s);
+  auto [l, u, pm] = lu_parts(a, s);
   array x = mm(mm(linalg::tri_inv(l, false, s), mm(pm, tangents[0], s), s),
                linalg::tri_inv(u, true, s), s);
   array d = add(mm(l, tril(x, -1, s), s), mm(triu(x, 0, s), u, s), s);
-  return {d, zeros_like(outs[1], s), zeros_like(outs[2], s)};
+  if (second_ == none) return {d};
+  Shape second(a.shape().begin(), a.shape().end() - 1);
+  return {d, zeros(second, uint32, s)};
 }
 
 std::vector<array> LUF::vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
-                            const std::vector<int>&, const std::vector<array>& outputs) {
+                            const std::vector<int>&, const std::vector<array>&) {
   auto s = stream();
   const array& a = primals[0];
   require_square(a, "LUF", "vjp");
-  const int n = a.shape(-1);
-  array l = add(tril(outputs[0], -1, s), eye(n, a.dtype(), s), s);
-  array u = triu(outputs[0], 0, s);
+  require_outputs(cotangents, second_ == none ? 1 : 2, "LUF");
+  auto [l, u, pm] = lu_parts(a, s);
   const array& c = cotangents[0];
   array nmat = add(tril(mm(mT(l, s), tril(c, -1, s), s), -1, s),
                    triu(mm(triu(c, 0, s), mT(u, s), s), 0, s), s);
   array linv = linalg::tri_inv(l, false, s), uinv = linalg::tri_inv(u, true, s);
-  array pm = permutation_matrix(outputs[2], a.dtype(), s);
   return {mm(mT(pm, s), mm(mm(mT(linv, s), nmat, s), mT(uinv, s), s), s)};
 }
 
@@ -127,14 +147,12 @@ std::pair<std::vector<array>, std::vector<int>> LUF::vmap(const std::vector<arra
                                                           const std::vector<int>& axes) {
   auto s = stream();
   array a = move_front(inputs[0], axes[0], s);
-  Shape batch(a.shape().begin(), a.shape().end() - 2);
-  const int m = a.shape(-2), k = std::min(m, a.shape(-1));
-  Shape piv = batch, perm = batch;
-  piv.push_back(k);
-  perm.push_back(m);
-  return {array::make_arrays({a.shape(), piv, perm}, {a.dtype(), uint32, uint32},
-                             std::make_shared<LUF>(s), {a}),
-          {0, 0, 0}};
+  auto prim = std::make_shared<LUF>(s, second_);
+  if (second_ == none) return {array::make_arrays({a.shape()}, {a.dtype()}, prim, {a}), {0}};
+  Shape second(a.shape().begin(), a.shape().end() - 2);
+  const int m = a.shape(-2);
+  second.push_back(second_ == row_indices ? m : std::min(m, a.shape(-1)));
+  return {array::make_arrays({a.shape(), second}, {a.dtype(), uint32}, prim, {a}), {0, 0}};
 }
 
 // ---- Solve: X = A^-1 B, dX = A^-1 (dB - dA X).
@@ -255,6 +273,7 @@ std::vector<array> QRF::vjp(const std::vector<array>& primals, const std::vector
   if (primals[0].shape(-2) < primals[0].shape(-1)) {
     throw std::invalid_argument("[QRF] the vjp is implemented for M >= N only");
   }
+  require_outputs(cotangents, 2, "QRF");
   const array &q = outputs[0], &r = outputs[1];
   const array &qbar = cotangents[0], &rbar = cotangents[1];
   array m = subtract(mm(rbar, mT(r, s), s), mm(mT(q, s), qbar, s), s);
@@ -308,6 +327,7 @@ std::vector<array> SVD::vjp(const std::vector<array>& primals, const std::vector
   auto s = stream();
   const array& a = primals[0];
   const int m = a.shape(-2), n = a.shape(-1), k = std::min(m, n);
+  require_outputs(cotangents, compute_uv_ ? 3 : 1, "SVD");
   std::vector<array> usv = compute_uv_ ? outputs : linalg::svd(a, true, s);
   array uk = first_columns(usv[0], k, s), vk = mT(first_rows(usv[2], k, s), s);
   const array& sv = usv[1];
@@ -354,6 +374,7 @@ std::vector<array> Eigh::jvp(const std::vector<array>& primals, const std::vecto
 std::vector<array> Eigh::vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
                              const std::vector<int>&, const std::vector<array>& outputs) {
   auto s = stream();
+  require_outputs(cotangents, compute_vectors_ ? 2 : 1, "Eigh");
   const array& w = outputs[0];
   array inner = diag_embed(cotangents[0], s);
   array v = compute_vectors_ ? outputs[1] : linalg::eigh(primals[0], upper_ ? "U" : "L", s).second;
