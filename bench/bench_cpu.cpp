@@ -56,5 +56,13 @@ int main(int argc, char** argv) {
     double t = bench::time_median([&] { eval(matmul(a, b)); }, 5, 1);
     bench::report("matmul_f32_2048", t, 2.0 * 2048.0 * 2048.0 * 2048.0, "flop");
   }
+  if (bench::wanted(argc, argv, "solve_f32_1024")) {
+    // A diagonally dominant system with one right-hand side.
+    array a = filled({1024, 1024}, 0.0f) * 0.001f + eye(1024) * 16.0f;
+    array b = filled({1024, 1}, 1.0f);
+    eval(a, b);
+    double t = bench::time_median([&] { eval(linalg::solve(a, b)); });
+    bench::report("solve_f32_1024", t, 2.0 / 3.0 * 1024.0 * 1024.0 * 1024.0, "flop");
+  }
   return 0;
 }

@@ -64,6 +64,10 @@ def main():
         a = filled((2048, 2048), 0.0) * np.float32(0.001)
         b = filled((2048, 2048), 1.0) * np.float32(0.001)
         report("matmul_f32_2048", time_median(lambda: a @ b, 5, 1), 2.0 * 2048.0 ** 3, "flop")
+    if wanted("solve_f32_1024"):
+        a = filled((1024, 1024), 0.0) * np.float32(0.001) + np.eye(1024, dtype=np.float32) * np.float32(16)
+        b = filled((1024, 1), 1.0)
+        report("solve_f32_1024", time_median(lambda: np.linalg.solve(a, b)), 2.0 / 3.0 * 1024.0 ** 3, "flop")
 
 
 if __name__ == "__main__":
