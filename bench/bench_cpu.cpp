@@ -88,6 +88,13 @@ int main(int argc, char** argv) {
     eval(idx);
     double t = bench::time_median([&] { eval(take(a, idx, 0)); });
     bench::report("take_f32_1e7_idx_1e6", t, 1e6 * (4 + 4 + 4), "byte");
+  if (bench::wanted(argc, argv, "solve_f32_1024")) {
+    // A diagonally dominant system with one right-hand side.
+    array a = filled({1024, 1024}, 0.0f) * 0.001f + eye(1024) * 16.0f;
+    array b = filled({1024, 1}, 1.0f);
+    eval(a, b);
+    double t = bench::time_median([&] { eval(linalg::solve(a, b)); });
+    bench::report("solve_f32_1024", t, 2.0 / 3.0 * 1024.0 * 1024.0 * 1024.0, "flop");
   }
   return 0;
 }

@@ -88,6 +88,10 @@ def main():
         idx = np.random.default_rng(0).integers(0, 10_000_000, 1_000_000, dtype=np.int32)
         report("take_f32_1e7_idx_1e6", time_median(lambda: np.take(a, idx, axis=0)),
                1e6 * (4 + 4 + 4), "byte")
+    if wanted("solve_f32_1024"):
+        a = filled((1024, 1024), 0.0) * np.float32(0.001) + np.eye(1024, dtype=np.float32) * np.float32(16)
+        b = filled((1024, 1), 1.0)
+        report("solve_f32_1024", time_median(lambda: np.linalg.solve(a, b)), 2.0 / 3.0 * 1024.0 ** 3, "flop")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 
 #include "tessera/ops/binary.h"
 #include "tessera/ops/creation.h"
+#include "tessera/ops/decompositions.h"
 #include "tessera/ops/linalg.h"
 #include "tessera/ops/reduce.h"
 #include "tessera/ops/shape.h"

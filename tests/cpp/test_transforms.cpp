@@ -335,6 +335,15 @@ TEST(Transforms, EveryPrimitiveHasItsRules) {
   cases.push_back({"put_along_axis", {put_along_axis(x, reshape(k, {3, 1}), array(2.0), 1)}});
   cases.push_back({"scatter_add_axis", {scatter_add_axis(x, reshape(k, {3, 1}), array(2.0), 1)}});
   cases.push_back({"masked_scatter", {masked_scatter(x, greater(x, y), v)}});
+  array sq = add(matmul(m, transpose(m)), multiply(eye(4, float64), array(4.0, float64)));
+  cases.push_back({"lu_factor", [&] { auto [f, p] = linalg::lu_factor(sq); return std::vector<array>{f, p}; }()});
+  cases.push_back({"solve", {linalg::solve(sq, v)}});
+  cases.push_back({"inv", {linalg::inv(sq)}});
+  cases.push_back({"cholesky", {linalg::cholesky(sq)}});
+  cases.push_back({"qr", [&] { auto [q, r] = linalg::qr(m); return std::vector<array>{q, r}; }()});
+  cases.push_back({"svd", linalg::svd(m)});
+  cases.push_back({"eigh", [&] { auto [w, e] = linalg::eigh(sq); return std::vector<array>{w, e}; }()});
+  cases.push_back({"eig", [&] { auto [w, e] = linalg::eig(sq, Device::cpu); return std::vector<array>{w, e}; }()});
   std::vector<std::string> missing;
   for (auto& [label, outs] : cases) {
     for (auto& m : missing_rules(outs)) missing.push_back(m + " (" + label + ")");

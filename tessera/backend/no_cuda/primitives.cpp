@@ -3,6 +3,7 @@
 #include "tessera/ops/primitives/copy.h"
 #include "tessera/ops/primitives/creation.h"
 #include "tessera/ops/primitives/indexing.h"
+#include "tessera/ops/primitives/decompositions.h"
 #include "tessera/ops/primitives/linalg.h"
 #include "tessera/ops/primitives/reduce.h"
 #include "tessera/ops/primitives/scan.h"
@@ -122,5 +123,15 @@ TESSERA_NO_GPU(Scatter)
 TESSERA_NO_GPU(GatherAxis)
 TESSERA_NO_GPU(ScatterAxis)
 TESSERA_NO_GPU(MaskedScatter)
+
+// linalg factorizations
+TESSERA_NO_GPU(Cholesky)
+TESSERA_NO_GPU_MULTI(Eig)
+TESSERA_NO_GPU_MULTI(Eigh)
+TESSERA_NO_GPU(Inverse)
+TESSERA_NO_GPU_MULTI(LUF)
+TESSERA_NO_GPU_MULTI(QRF)
+TESSERA_NO_GPU(Solve)
+TESSERA_NO_GPU_MULTI(SVD)
 
 }  // namespace tessera
