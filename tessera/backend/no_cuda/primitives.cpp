@@ -2,6 +2,7 @@
 #include "tessera/ops/primitives/binary.h"
 #include "tessera/ops/primitives/copy.h"
 #include "tessera/ops/primitives/creation.h"
+#include "tessera/ops/primitives/fft.h"
 #include "tessera/ops/primitives/linalg.h"
 #include "tessera/ops/primitives/reduce.h"
 #include "tessera/ops/primitives/shape.h"
@@ -46,6 +47,7 @@ TESSERA_NO_GPU(Equal)
 TESSERA_NO_GPU(Erf)
 TESSERA_NO_GPU(ErfInv)
 TESSERA_NO_GPU(Exp)
+TESSERA_NO_GPU(FFT)
 TESSERA_NO_GPU(Expm1)
 TESSERA_NO_GPU(Floor)
 TESSERA_NO_GPU(FloorDivide)
