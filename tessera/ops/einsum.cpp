@@ -30,6 +30,7 @@ namespace tessera {
 namespace {
 
 constexpr int kEllipsis = 1000;
+constexpr int kMaxEllipsis = 1000;  // more ellipsis dimensions than any array has
 using Labels = std::vector<int>;
 
 std::string label_str(int l) {
@@ -107,7 +108,7 @@ Equation parse(std::string subscripts, const std::vector<Shape>& shapes) {
   int ell = 0;
   for (size_t i = 0; i < terms.size(); ++i) {
     bool e;
-    Labels l = parse_term(terms[i], static_cast<int>(shapes[i].size()), 0, int(i), e);
+    Labels l = parse_term(terms[i], static_cast<int>(shapes[i].size()), kMaxEllipsis, int(i), e);
     ell = std::max(ell, static_cast<int>(std::count_if(
                             l.begin(), l.end(), [](int x) { return x >= kEllipsis; })));
   }
