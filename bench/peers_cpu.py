@@ -64,6 +64,10 @@ def main():
         a = filled((2048, 2048), 0.0) * np.float32(0.001)
         b = filled((2048, 2048), 1.0) * np.float32(0.001)
         report("matmul_f32_2048", time_median(lambda: a @ b, 5, 1), 2.0 * 2048.0 ** 3, "flop")
+    if wanted("fft_c64_2p22"):
+        n = 1 << 22
+        a = (filled((n,), 0.0) + np.complex64(1j) * filled((n,), 1.0)).astype(np.complex64)
+        report("fft_c64_2p22", time_median(lambda: np.fft.fft(a)), 5.0 * n * 22, "flop")
 
 
 if __name__ == "__main__":
