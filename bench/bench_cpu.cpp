@@ -95,6 +95,13 @@ int main(int argc, char** argv) {
     eval(a, b);
     double t = bench::time_median([&] { eval(linalg::solve(a, b)); });
     bench::report("solve_f32_1024", t, 2.0 / 3.0 * 1024.0 * 1024.0 * 1024.0, "flop");
+  if (bench::wanted(argc, argv, "fft_c64_2p22")) {
+    const int n = 1 << 22;
+    array a = astype(filled({n}, 0.0f), complex64) +
+              astype(filled({n}, 1.0f), complex64) * array(complex64_t(0, 1));
+    eval(a);
+    double t = bench::time_median([&] { eval(fft::fft(a)); });
+    bench::report("fft_c64_2p22", t, 5.0 * n * 22, "flop");
   }
   return 0;
 }

@@ -92,6 +92,10 @@ def main():
         a = filled((1024, 1024), 0.0) * np.float32(0.001) + np.eye(1024, dtype=np.float32) * np.float32(16)
         b = filled((1024, 1), 1.0)
         report("solve_f32_1024", time_median(lambda: np.linalg.solve(a, b)), 2.0 / 3.0 * 1024.0 ** 3, "flop")
+    if wanted("fft_c64_2p22"):
+        n = 1 << 22
+        a = (filled((n,), 0.0) + np.complex64(1j) * filled((n,), 1.0)).astype(np.complex64)
+        report("fft_c64_2p22", time_median(lambda: np.fft.fft(a)), 5.0 * n * 22, "flop")
 
 
 if __name__ == "__main__":

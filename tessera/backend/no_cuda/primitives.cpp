@@ -4,6 +4,7 @@
 #include "tessera/ops/primitives/creation.h"
 #include "tessera/ops/primitives/indexing.h"
 #include "tessera/ops/primitives/decompositions.h"
+#include "tessera/ops/primitives/fft.h"
 #include "tessera/ops/primitives/linalg.h"
 #include "tessera/ops/primitives/reduce.h"
 #include "tessera/ops/primitives/scan.h"
@@ -50,6 +51,7 @@ TESSERA_NO_GPU(Equal)
 TESSERA_NO_GPU(Erf)
 TESSERA_NO_GPU(ErfInv)
 TESSERA_NO_GPU(Exp)
+TESSERA_NO_GPU(FFT)
 TESSERA_NO_GPU(Expm1)
 TESSERA_NO_GPU(Floor)
 TESSERA_NO_GPU(FloorDivide)
