@@ -27,9 +27,9 @@ struct BasicIndex {
 bool is_int_index(nb::handle e) {
   if (PyBool_Check(e.ptr())) return false;
   if (PyLong_Check(e.ptr())) return true;
-  // NumPy integer scalars and other __index__ objects (not arrays).
-  return !nb::isinstance<array>(e) && !PyObject_CheckBuffer(e.ptr()) &&
-         PyIndex_Check(e.ptr());
+  // NumPy integer scalars (0-d) and other __index__ objects, not arrays.
+  if (nb::isinstance<array>(e) || !PyIndex_Check(e.ptr())) return false;
+  return !nb::hasattr(e, "ndim") || nb::cast<int>(e.attr("ndim")) == 0;
 }
 
 BasicIndex basic_index(const array& a, nb::handle idx) {
@@ -80,8 +80,9 @@ BasicIndex basic_index(const array& a, nb::handle idx) {
       Py_ssize_t n = a.shape()[ax];
       Py_ssize_t len = PySlice_AdjustIndices(n, &b, &s, st);
       if (st > INT32_MAX || st < INT32_MIN) throw std::invalid_argument("[index] slice step must fit in int32");
-      r.start[ax] = static_cast<ShapeElem>(b);
-      // A negative step's end before index 0 is -1 here; slice() reads -1 as n-1.
+      // With a negative step, -1 here means "before index 0"; slice() reads
+      // negative values from the end, so pass it as -1 - n.
+      r.start[ax] = static_cast<ShapeElem>(b < 0 ? b - n : b);
       r.stop[ax] = static_cast<ShapeElem>(s < 0 ? s - n : s);
       r.strides[ax] = static_cast<ShapeElem>(st);
       r.result_shape.push_back(static_cast<ShapeElem>(len));
@@ -171,6 +172,7 @@ array set_item(const array& a, nb::handle idx, nb::handle v) {
   Shape region(a.ndim());
   for (size_t i = 0; i < a.ndim(); ++i) {
     int64_t n = a.shape()[i], b = ix.start[i], e = ix.stop[i], st = ix.strides[i];
+    if (b < 0) b += n;
     if (e < 0) e += n;
     region[i] = static_cast<ShapeElem>(st > 0 ? (e > b ? (e - b + st - 1) / st : 0)
                                               : (b > e ? (b - e - st - 1) / (-st) : 0));
@@ -195,12 +197,13 @@ struct ArrayAt {
 }  // namespace
 
 void init_indexing(nb::module_& m, ArrayClass& cls) {
-  cls.def("__getitem__", &get_item, "index"_a)
+  cls.def("__getitem__", &get_item, "index"_a.none())
       .def("__setitem__", [](array& a, nb::handle idx, nb::handle v) { a = set_item(a, idx, v); },
-           "index"_a, "value"_a);
+           "index"_a.none(), "value"_a);
 
   nb::class_<ArrayAt>(m, "ArrayAt", "Functional scatter updates: a.at[idx].add(v)")
-      .def("__getitem__", [](const ArrayAt& at, nb::object idx) { return ArrayAt{at.a, idx}; })
+      .def("__getitem__", [](const ArrayAt& at, nb::object idx) { return ArrayAt{at.a, idx}; },
+           "index"_a.none())
       .def("add", [](const ArrayAt& at, nb::handle v) { return at.apply(v, add); }, "value"_a)
       .def("subtract", [](const ArrayAt& at, nb::handle v) { return at.apply(v, subtract); }, "value"_a)
       .def("multiply", [](const ArrayAt& at, nb::handle v) { return at.apply(v, multiply); }, "value"_a)
