@@ -76,18 +76,13 @@ void init_dtypes(nb::module_& m) {
       .def("__hash__", [](const Dtype& t) { return static_cast<int>(t.val); })
       .def("__repr__", &dtype_repr)
       .def("__reduce__", [](const Dtype& t) {
-        return nb::make_tuple(nb::module_::import_("tessera.core").attr("_dtype_from_name"),
+        return nb::make_tuple(nb::module_::import_("tessera").attr("_dtype_from_name"),
                               nb::make_tuple(dtype_name(t)));
       });
   for (Dtype t : all_dtypes) {
     std::string n = dtype_name(t);
     m.attr((n == "bool" ? std::string("bool_") : n).c_str()) = t;
   }
-  m.def("_dtype_from_name", [](const std::string& name) {
-    for (Dtype t : all_dtypes)
-      if (dtype_name(t) == name) return t;
-    throw std::invalid_argument("[dtype] unknown dtype name '" + name + "'");
-  });
 
   auto cat = nb::enum_<Category>(m, "DtypeCategory");
   for (Category c : {complexfloating, floating, inexact, signedinteger, unsignedinteger, integer,
@@ -254,7 +249,7 @@ void init_devices(nb::module_& m) {
           auto* c = new PyStreamContext{nb::cast<StreamOrDevice>(s), nullptr};
           return c;
         },
-        "s"_a, nb::rv_policy::take_ownership);
+        "s"_a.none(), nb::rv_policy::take_ownership);
 
   m.def("eval", [](nb::args args) {
     std::vector<array> outs;

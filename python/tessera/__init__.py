@@ -12,3 +12,8 @@ from . import _transforms
 _transforms.install(core)
 
 __version__ = core.__version__
+
+
+def _dtype_from_name(name):
+    """Unpickles a Dtype (Dtype.__reduce__ names this function)."""
+    return getattr(core, "bool_" if name == "bool" else name)
