@@ -251,6 +251,12 @@ void init_devices(nb::module_& m) {
         },
         "s"_a.none(), nb::rv_policy::take_ownership);
 
+  nb::class_<PrintOptions>(m, "PrintOptions").def_ro("precision", &PrintOptions::precision);
+  m.def("set_printoptions", [](std::optional<int> precision) {
+    set_printoptions(precision.value_or(get_printoptions().precision));
+  }, "precision"_a = nb::none());
+  m.def("get_printoptions", &get_printoptions);
+
   m.def("eval", [](nb::args args) {
     std::vector<array> outs;
     collect_arrays(args, outs);

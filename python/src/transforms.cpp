@@ -14,6 +14,10 @@ struct PyFn {
   nb::object f;
   explicit PyFn(nb::object fn) : f(std::move(fn)) {}
   ~PyFn() {
+    if (!Py_IsInitialized()) {
+      f.release();  // the interpreter is gone: nothing left to release it to
+      return;
+    }
     nb::gil_scoped_acquire gil;
     f.reset();
   }

@@ -1,8 +1,10 @@
 """The function transforms of tessera.core over pytrees (reference transforms.md):
-grad, value_and_grad, vjp, jvp, vmap, checkpoint, custom_function. The native
+grad, value_and_grad, vjp, jvp, vmap, checkpoint, custom_function (and the
+printoptions context manager, also written in Python). The native
 module differentiates and vectorises flat lists of arrays; this module maps
 nested lists, tuples and dicts onto them and checks argnums / argnames."""
 
+import contextlib
 import functools
 
 from . import core as _core
@@ -373,7 +375,18 @@ class custom_function:
         return tree_unflatten(result["structure"], outs)
 
 
+@contextlib.contextmanager
+def printoptions(precision=None):
+    """Sets the print options within a with-block and restores them after it."""
+    old = _core.get_printoptions().precision
+    _core.set_printoptions(precision)
+    try:
+        yield
+    finally:
+        _core.set_printoptions(old)
+
+
 def install(module):
     for name in ("grad", "value_and_grad", "vjp", "jvp", "vmap", "checkpoint",
-                 "custom_function"):
+                 "custom_function", "printoptions"):
         setattr(module, name, globals()[name])

@@ -281,3 +281,33 @@ def test_array_namespace_and_weakref():
     assert a.__array_namespace__() is mx
     assert weakref.ref(a)() is a
     assert a.__dlpack_device__() == (1, 0)
+
+
+class DLPackOnly:
+    """A producer with nothing but the DLPack protocol."""
+
+    def __init__(self, x):
+        self.x = x
+
+    def __dlpack__(self, **kwargs):
+        return self.x.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.x.__dlpack_device__()
+
+
+def test_dlpack_round_trips(rng):
+    n = rng.standard_normal((3, 4)).astype(np.float32)
+    a = mx.from_dlpack(DLPackOnly(n[:, ::2]))
+    np.testing.assert_array_equal(np.array(a), n[:, ::2])
+    b = mx.from_dlpack(mx.array(n).T)  # tessera to tessera
+    np.testing.assert_array_equal(np.array(b), n.T)
+    c = mx.array(DLPackOnly(n))
+    np.testing.assert_array_equal(np.array(c), n)
+    np.testing.assert_array_equal(np.from_dlpack(DLPackOnly(mx.array(n)[1:, ::-1])), n[1:, ::-1])
+    with pytest.raises(ValueError):
+        mx.from_dlpack([1, 2])
+    with pytest.raises(ValueError):
+        mx.asarray(n, copy=False)
+    assert mx.asarray(n, copy=True).shape == (3, 4)
+    assert mx.asarray([1, 2], dtype=mx.int8).dtype == mx.int8

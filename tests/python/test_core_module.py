@@ -143,3 +143,14 @@ def test_error_messages_name_the_op_and_values():
     with pytest.raises(ValueError):
         a.reshape(7)
     assert a.sum().item() == 3
+
+
+def test_printoptions():
+    a = mx.array([1.23456789])
+    with mx.printoptions(precision=2):
+        assert mx.get_printoptions().precision == 2
+        assert "1.23" in repr(a) and "1.2346" not in repr(a)
+    assert mx.get_printoptions().precision == -1
+    mx.set_printoptions(precision=4)
+    assert "1.2346" in repr(a)
+    mx.set_printoptions(precision=-1)
