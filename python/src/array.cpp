@@ -1,0 +1,364 @@
+// The array class: construction, properties, Python protocols, operators,
+// NumPy (buffer protocol, __array__), DLPack and pickling.
+#include <nanobind/ndarray.h>
+#include <nanobind/make_iterator.h>
+
+#include <sstream>
+
+#include "convert.h"
+
+namespace tessera::python {
+
+namespace {
+
+const char* buffer_format(Dtype t) {
+  switch (t.val) {
+    case Dtype::Val::bool_: return "?";
+    case Dtype::Val::uint8: return "B";
+    case Dtype::Val::uint16: return "H";
+    case Dtype::Val::uint32: return "I";
+    case Dtype::Val::uint64: return "Q";
+    case Dtype::Val::int8: return "b";
+    case Dtype::Val::int16: return "h";
+    case Dtype::Val::int32: return "i";
+    case Dtype::Val::int64: return "q";
+    case Dtype::Val::float16: return "e";
+    case Dtype::Val::bfloat16: return nullptr;
+    case Dtype::Val::float32: return "f";
+    case Dtype::Val::float64: return "d";
+    case Dtype::Val::complex64: return "Zf";
+  }
+  return nullptr;
+}
+
+// The buffer protocol: a view of the evaluated array's memory, which the view keeps alive.
+struct BufferInfo {
+  array keep;
+  std::vector<Py_ssize_t> shape, strides;
+};
+
+int array_getbuffer(PyObject* obj, Py_buffer* view, int flags) {
+  try {
+    array a = nb::cast<array>(nb::handle(obj));
+    const char* fmt = buffer_format(a.dtype());
+    if (!fmt) {
+      PyErr_SetString(PyExc_BufferError,
+                      "[array] bfloat16 has no buffer format; convert with astype first");
+      return -1;
+    }
+    {
+      nb::gil_scoped_release nogil;
+      a.eval();
+      if ((flags & PyBUF_STRIDES) != PyBUF_STRIDES && !a.flags().row_contiguous) {
+        a = contiguous(a);
+        a.eval();
+      }
+    }
+    auto* info = new BufferInfo{a, {}, {}};
+    for (size_t i = 0; i < a.ndim(); ++i) {
+      info->shape.push_back(a.shape()[i]);
+      info->strides.push_back(a.strides()[i] * static_cast<Py_ssize_t>(a.itemsize()));
+    }
+    view->buf = a.size() ? info->keep.mutable_data() : nullptr;
+    view->obj = obj;
+    Py_INCREF(obj);
+    view->len = static_cast<Py_ssize_t>(a.nbytes());
+    view->itemsize = static_cast<Py_ssize_t>(a.itemsize());
+    view->readonly = 0;
+    view->ndim = static_cast<int>(a.ndim());
+    view->format = (flags & PyBUF_FORMAT) ? const_cast<char*>(fmt) : nullptr;
+    view->shape = info->shape.data();
+    view->strides = info->strides.data();
+    view->suboffsets = nullptr;
+    view->internal = info;
+    return 0;
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_BufferError, e.what());
+    return -1;
+  }
+}
+
+void array_releasebuffer(PyObject*, Py_buffer* view) {
+  delete static_cast<BufferInfo*>(view->internal);
+}
+
+PyType_Slot array_slots[] = {
+    {Py_bf_getbuffer, reinterpret_cast<void*>(array_getbuffer)},
+    {Py_bf_releasebuffer, reinterpret_cast<void*>(array_releasebuffer)},
+    {0, nullptr}};
+
+std::string repr(const array& a) {
+  std::ostringstream os;
+  {
+    array x = a;
+    nb::gil_scoped_release nogil;
+    x.eval();
+  }
+  os << a;
+  return os.str();
+}
+
+// Binary operators: array-like operands, weak scalars (reference §3.3, §4.5).
+template <typename F>
+auto binary(F f) {
+  return [f](const array& a, nb::handle b) { auto [x, y] = to_arrays(nb::cast(a), b); return f(x, y, StreamOrDevice{}); };
+}
+template <typename F>
+auto rbinary(F f) {
+  return [f](const array& a, nb::handle b) { auto [y, x] = to_arrays(b, nb::cast(a)); return f(y, x, StreamOrDevice{}); };
+}
+template <typename F>
+auto inplace(F f) {
+  return [f](nb::object self, nb::handle b) {
+    array& a = nb::cast<array&>(self);
+    auto [x, y] = to_arrays(self, b);
+    a = f(x, y, StreamOrDevice{});
+    return self;
+  };
+}
+
+void check_bitwise(const array& a, nb::handle b, const char* op) {
+  Dtype bt = nb::isinstance<array>(b) ? nb::cast<const array&>(b).dtype()
+             : PyFloat_Check(b.ptr()) || PyComplex_Check(b.ptr()) ? float32 : int32;
+  if (is_inexact(a.dtype()) || is_inexact(bt)) {
+    throw std::invalid_argument(std::string("[") + op + "] bitwise operations need integer or bool operands, not " +
+                                dtype_name(is_inexact(a.dtype()) ? a.dtype() : bt));
+  }
+}
+
+template <typename F>
+auto bitwise(F f, const char* op) {
+  return [f, op](const array& a, nb::handle b) {
+    check_bitwise(a, b, op);
+    auto [x, y] = to_arrays(nb::cast(a), b);
+    return f(x, y, StreamOrDevice{});
+  };
+}
+template <typename F>
+auto ibitwise(F f, const char* op) {
+  return [f, op](nb::object self, nb::handle b) {
+    array& a = nb::cast<array&>(self);
+    check_bitwise(a, b, op);
+    auto [x, y] = to_arrays(self, b);
+    a = f(x, y, StreamOrDevice{});
+    return self;
+  };
+}
+
+#define TESSERA_OP(fn) [](const array& a, const array& b, StreamOrDevice s) { return fn(a, b, s); }
+
+array matmul_operand(nb::handle b) {
+  if (!nb::isinstance<array>(b)) {
+    throw std::invalid_argument("[matmul] both operands of @ must be arrays");
+  }
+  return nb::cast<array>(b);
+}
+
+array idivide(const array& a, const array& b, StreamOrDevice s) {
+  if (!is_inexact(a.dtype())) {
+    throw std::invalid_argument("[divide] /= needs an inexact (floating or complex) array, not " +
+                                dtype_name(a.dtype()));
+  }
+  return divide(a, b, s);
+}
+
+nb::object pickle_state(const array& a) {
+  if (a.dtype() == bfloat16) return nb::make_tuple(to_numpy(view(a, uint16)), "bfloat16");
+  return nb::make_tuple(to_numpy(a), dtype_name(a.dtype()));
+}
+
+}  // namespace
+
+ArrayClass init_array(nb::module_& m) {
+  ArrayClass cls(m, "array", nb::type_slots(array_slots), nb::is_weak_referenceable(),
+                 "An N-dimensional array (lazy: its value is computed when needed)");
+  cls.def("__init__",
+          [](array* self, nb::handle val, std::optional<Dtype> dtype) {
+            new (self) array(to_array(val, dtype));
+          },
+          "val"_a, "dtype"_a = nb::none())
+      .def_prop_ro("shape", [](const array& a) {
+        nb::list l;
+        for (auto d : a.shape()) l.append(d);
+        return nb::tuple(l);
+      })
+      .def_prop_ro("dtype", &array::dtype)
+      .def_prop_ro("size", &array::size)
+      .def_prop_ro("ndim", &array::ndim)
+      .def_prop_ro("itemsize", &array::itemsize)
+      .def_prop_ro("nbytes", &array::nbytes)
+      .def_prop_ro("T", [](const array& a) { return transpose(a); })
+      .def_prop_ro("real", [](const array& a) { return real(a); })
+      .def_prop_ro("imag", [](const array& a) { return imag(a); })
+      .def("item", &item)
+      .def("tolist", &tolist)
+      .def("__repr__", &repr)
+      .def("__str__", &repr)
+      .def("__len__", [](const array& a) {
+        if (a.ndim() == 0) throw nb::type_error("len() of a 0-d array");
+        return a.shape()[0];
+      })
+      .def("__iter__", [](const array& a) {
+        if (a.ndim() == 0) throw nb::type_error("iteration over a 0-d array");
+        return nb::make_iterator(nb::type<array>(), "array_iterator", a.begin(), a.end());
+      }, nb::keep_alive<0, 1>())
+      .def("__bool__", [](const array& a) { return nb::bool_(item(a)); })
+      .def("__int__", [](const array& a) { return nb::int_(item(a)); })
+      .def("__index__", [](const array& a) {
+        if (!is_integer(a.dtype())) throw nb::type_error("only integer arrays can be used as an index");
+        return nb::int_(item(a));
+      })
+      .def("__float__", [](const array& a) { return nb::float_(item(a)); })
+      .def("__complex__", [](const array& a) { return nb::module_::import_("builtins").attr("complex")(item(a)); })
+      .def("__format__", [](const array& a, const std::string& spec) {
+        if (spec.empty()) return nb::str(nb::cast(repr(a)));
+        if (a.ndim() != 0) throw nb::type_error("[array] a format spec needs a 0-d array");
+        return nb::str(nb::module_::import_("builtins").attr("format")(item(a), spec));
+      })
+      .def("__copy__", [](const array& a) { return array(a); })
+      .def("__deepcopy__", [](const array& a, nb::handle) { return array(a); }, "memo"_a)
+      .def("__array_namespace__", [](const array&, nb::handle) {
+        return nb::module_::import_("tessera.core");
+      }, "api_version"_a = nb::none())
+      .def("__array__", [](const array& a, nb::handle dtype, nb::handle copy) {
+        return to_numpy(a, dtype.is_none() ? std::nullopt : std::optional<nb::handle>(dtype));
+      }, "dtype"_a = nb::none(), "copy"_a = nb::none())
+      .def("__dlpack__", [](const array& a, nb::kwargs kw) {
+        if (a.dtype() == bfloat16) {
+          // NumPy's DLPack import lacks bfloat16, other consumers take it.
+        }
+        array x = a;
+        {
+          nb::gil_scoped_release nogil;
+          x.eval();
+        }
+        std::vector<size_t> shape(x.shape().begin(), x.shape().end());
+        auto* keep = new array(x);
+        nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<array*>(p); });
+        nb::object nd = nb::ndarray<nb::array_api>(
+                            x.size() ? keep->mutable_data() : nullptr, x.ndim(), shape.data(),
+                            owner, x.strides().data(),
+                            nb::dlpack::dtype{static_cast<uint8_t>(
+                                                  x.dtype() == bool_ ? nb::dlpack::dtype_code::Bool
+                                                  : is_unsigned(x.dtype()) ? nb::dlpack::dtype_code::UInt
+                                                  : is_signed_integer(x.dtype()) ? nb::dlpack::dtype_code::Int
+                                                  : x.dtype() == bfloat16 ? nb::dlpack::dtype_code::Bfloat
+                                                  : is_complex(x.dtype()) ? nb::dlpack::dtype_code::Complex
+                                                                          : nb::dlpack::dtype_code::Float),
+                                              static_cast<uint8_t>(x.itemsize() * 8), 1})
+                            .cast();
+        kw.clear();
+        return nd.attr("__dlpack__")();
+      })
+      .def("__dlpack_device__", [](const array&) { return nb::make_tuple(1, 0); })
+      .def("__getstate__", &pickle_state)
+      .def("__setstate__", [](array& self, nb::tuple state) {
+        array a = to_array(state[0]);
+        std::string name = nb::cast<std::string>(state[1]);
+        if (name == "bfloat16") a = view(a, bfloat16);
+        new (&self) array(a);
+      })
+      .def("astype", [](const array& a, Dtype t, StreamArg s) { return astype(a, t, s); },
+           "dtype"_a, "stream"_a = nb::none());
+
+  // Operators (reference §4.5).
+  cls.def("__add__", binary(TESSERA_OP(add)))
+      .def("__radd__", rbinary(TESSERA_OP(add)), "other"_a.none())
+      .def("__iadd__", inplace(TESSERA_OP(add)), "other"_a.none())
+      .def("__sub__", binary(TESSERA_OP(subtract)), "other"_a.none())
+      .def("__rsub__", rbinary(TESSERA_OP(subtract)), "other"_a.none())
+      .def("__isub__", inplace(TESSERA_OP(subtract)), "other"_a.none())
+      .def("__mul__", binary(TESSERA_OP(multiply)), "other"_a.none())
+      .def("__rmul__", rbinary(TESSERA_OP(multiply)), "other"_a.none())
+      .def("__imul__", inplace(TESSERA_OP(multiply)), "other"_a.none())
+      .def("__truediv__", binary(TESSERA_OP(divide)), "other"_a.none())
+      .def("__rtruediv__", rbinary(TESSERA_OP(divide)), "other"_a.none())
+      .def("__itruediv__", inplace(idivide), "other"_a.none())
+      .def("__floordiv__", binary(TESSERA_OP(floor_divide)), "other"_a.none())
+      .def("__rfloordiv__", rbinary(TESSERA_OP(floor_divide)), "other"_a.none())
+      .def("__ifloordiv__", inplace(TESSERA_OP(floor_divide)), "other"_a.none())
+      .def("__mod__", binary(TESSERA_OP(remainder)), "other"_a.none())
+      .def("__rmod__", rbinary(TESSERA_OP(remainder)), "other"_a.none())
+      .def("__imod__", inplace(TESSERA_OP(remainder)), "other"_a.none())
+      .def("__pow__", binary(TESSERA_OP(power)), "other"_a.none())
+      .def("__rpow__", rbinary(TESSERA_OP(power)), "other"_a.none())
+      .def("__ipow__", inplace(TESSERA_OP(power)), "other"_a.none())
+      .def("__divmod__", [](const array& a, nb::handle b) {
+        auto [x, y] = to_arrays(nb::cast(a), b);
+        auto r = divmod(x, y);
+        return nb::make_tuple(r[0], r[1]);
+      })
+      .def("__rdivmod__", [](const array& a, nb::handle b) {
+        auto [y, x] = to_arrays(b, nb::cast(a));
+        auto r = divmod(y, x);
+        return nb::make_tuple(r[0], r[1]);
+      })
+      .def("__matmul__", [](const array& a, nb::handle b) { return matmul(a, matmul_operand(b)); })
+      .def("__rmatmul__", [](const array& a, nb::handle b) { return matmul(matmul_operand(b), a); })
+      .def("__imatmul__", [](nb::object self, nb::handle b) {
+        array& a = nb::cast<array&>(self);
+        a = matmul(a, matmul_operand(b));
+        return self;
+      })
+      .def("__lt__", binary(TESSERA_OP(less)), "other"_a.none())
+      .def("__le__", binary(TESSERA_OP(less_equal)), "other"_a.none())
+      .def("__gt__", binary(TESSERA_OP(greater)), "other"_a.none())
+      .def("__ge__", binary(TESSERA_OP(greater_equal)), "other"_a.none())
+      .def("__eq__", [](const array& a, nb::handle b) -> nb::object {
+        if (!is_array_like(b)) return nb::bool_(false);
+        auto [x, y] = to_arrays(nb::cast(a), b);
+        return nb::cast(equal(x, y));
+      }, "other"_a.none())
+      .def("__ne__", [](const array& a, nb::handle b) -> nb::object {
+        if (!is_array_like(b)) return nb::bool_(true);
+        auto [x, y] = to_arrays(nb::cast(a), b);
+        return nb::cast(not_equal(x, y));
+      }, "other"_a.none())
+      .def("__neg__", [](const array& a) {
+        if (a.dtype() == bool_) throw std::invalid_argument("[negative] not supported for bool arrays");
+        return negative(a);
+      })
+      .def("__abs__", [](const array& a) { return abs(a); })
+      .def("__invert__", [](const array& a) {
+        if (is_inexact(a.dtype())) {
+          throw std::invalid_argument("[bitwise_invert] needs an integer or bool array, not " +
+                                      dtype_name(a.dtype()));
+        }
+        return a.dtype() == bool_ ? logical_not(a) : bitwise_invert(a);
+      })
+      .def("__and__", bitwise(TESSERA_OP(bitwise_and), "bitwise_and"), "other"_a.none())
+      .def("__iand__", ibitwise(TESSERA_OP(bitwise_and), "bitwise_and"), "other"_a.none())
+      .def("__or__", bitwise(TESSERA_OP(bitwise_or), "bitwise_or"), "other"_a.none())
+      .def("__ior__", ibitwise(TESSERA_OP(bitwise_or), "bitwise_or"), "other"_a.none())
+      .def("__xor__", bitwise(TESSERA_OP(bitwise_xor), "bitwise_xor"), "other"_a.none())
+      .def("__ixor__", ibitwise(TESSERA_OP(bitwise_xor), "bitwise_xor"), "other"_a.none())
+      .def("__lshift__", bitwise(TESSERA_OP(left_shift), "left_shift"), "other"_a.none())
+      .def("__ilshift__", ibitwise(TESSERA_OP(left_shift), "left_shift"), "other"_a.none())
+      .def("__rshift__", bitwise(TESSERA_OP(right_shift), "right_shift"), "other"_a.none())
+      .def("__irshift__", ibitwise(TESSERA_OP(right_shift), "right_shift"), "other"_a.none());
+  cls.attr("__hash__") = nb::none();
+
+  m.def("asarray",
+        [](nb::handle a, std::optional<Dtype> dtype, std::optional<bool> copy) {
+          if (copy && !*copy) {
+            throw std::invalid_argument(
+                "[asarray] copy=False: this build always copies imported memory");
+          }
+          return to_array(a, dtype);
+        },
+        "a"_a, "dtype"_a = nb::none(), nb::kw_only(), "copy"_a = nb::none());
+  m.def("from_dlpack",
+        [](nb::handle x, std::optional<bool> copy) {
+          if (copy && !*copy) {
+            throw std::invalid_argument(
+                "[from_dlpack] copy=False: this build always copies imported memory");
+          }
+          auto a = from_buffer(x);
+          if (!a) throw std::invalid_argument("[from_dlpack] the object has no __dlpack__");
+          return *a;
+        },
+        "x"_a, nb::kw_only(), "copy"_a = nb::none());
+  return cls;
+}
+
+}  // namespace tessera::python

@@ -1,0 +1,443 @@
+// Python values to arrays and back. See convert.h.
+#include "convert.h"
+
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/complex.h>
+
+#include <climits>
+#include <cstring>
+#include <sstream>
+
+namespace tessera::python {
+
+namespace {
+
+// Default dtype of a Python int: int32, or int64 outside int32's range.
+array int_to_array(nb::handle v, std::optional<Dtype> dtype) {
+  int overflow = 0;
+  long long x = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+  if (overflow > 0) {
+    unsigned long long u = PyLong_AsUnsignedLongLong(v.ptr());
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      throw std::overflow_error("[array] the Python int is too large for any integer dtype");
+    }
+    return array(static_cast<uint64_t>(u), dtype.value_or(uint64));
+  }
+  if (overflow < 0) {
+    throw std::overflow_error("[array] the Python int is too small for any integer dtype");
+  }
+  Dtype t = dtype.value_or(x >= INT32_MIN && x <= INT32_MAX ? int32 : int64);
+  return array(static_cast<int64_t>(x), t);
+}
+
+array plain_scalar_to_array(nb::handle v, std::optional<Dtype> dtype) {
+  if (PyBool_Check(v.ptr())) return array(v.ptr() == Py_True, dtype.value_or(bool_));
+  if (PyLong_Check(v.ptr())) return int_to_array(v, dtype);
+  if (PyFloat_Check(v.ptr())) return array(PyFloat_AS_DOUBLE(v.ptr()), dtype.value_or(float32));
+  Py_complex c = PyComplex_AsCComplex(v.ptr());
+  return array(complex64_t(static_cast<float>(c.real), static_cast<float>(c.imag)),
+               dtype.value_or(complex64));
+}
+
+// Nested lists / tuples: shape from the nesting, dtype from the widest leaf.
+struct ListScan {
+  Shape shape;
+  int leaf_depth = -1;
+  int kind = -1;  // 0 bool, 1 int, 2 float, 3 complex
+  bool wide_int = false;
+};
+
+void scan_list(nb::handle v, int depth, ListScan& s) {
+  if (PyList_Check(v.ptr()) || PyTuple_Check(v.ptr())) {
+    size_t n = nb::len(v);
+    if (static_cast<int>(s.shape.size()) == depth) {
+      if (s.leaf_depth >= 0 && s.leaf_depth <= depth) {
+        throw std::invalid_argument("[array] the nested list is not rectangular (inhomogeneous)");
+      }
+      s.shape.push_back(static_cast<ShapeElem>(n));
+    } else if (s.shape[depth] != static_cast<ShapeElem>(n) || s.leaf_depth == depth) {
+      throw std::invalid_argument("[array] the nested list is not rectangular (inhomogeneous)");
+    }
+    for (nb::handle e : v) scan_list(e, depth + 1, s);
+    return;
+  }
+  if (s.leaf_depth < 0) s.leaf_depth = depth;
+  if (s.leaf_depth != depth || static_cast<int>(s.shape.size()) != depth) {
+    throw std::invalid_argument("[array] the nested list is not rectangular (inhomogeneous)");
+  }
+  int k;
+  if (PyBool_Check(v.ptr())) {
+    k = 0;
+  } else if (PyLong_Check(v.ptr())) {
+    k = 1;
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+    if (overflow || x < INT32_MIN || x > INT32_MAX) s.wide_int = true;
+  } else if (PyFloat_Check(v.ptr())) {
+    k = 2;
+  } else if (PyComplex_Check(v.ptr())) {
+    k = 3;
+  } else {
+    throw std::invalid_argument(std::string("[array] cannot convert a list element of type ") +
+                                nb::type_name(v.type()).c_str());
+  }
+  s.kind = std::max(s.kind, k);
+}
+
+template <typename T>
+void fill_list(nb::handle v, std::vector<T>& out) {
+  if (PyList_Check(v.ptr()) || PyTuple_Check(v.ptr())) {
+    for (nb::handle e : v) fill_list(e, out);
+    return;
+  }
+  if constexpr (std::is_same_v<T, complex64_t>) {
+    Py_complex c = PyComplex_AsCComplex(v.ptr());
+    out.emplace_back(static_cast<float>(c.real), static_cast<float>(c.imag));
+  } else if constexpr (std::is_same_v<T, double>) {
+    out.push_back(PyFloat_AsDouble(v.ptr()));
+  } else {
+    out.push_back(static_cast<T>(PyLong_AsLongLong(v.ptr())));
+  }
+}
+
+bool list_has_array(nb::handle v) {
+  for (nb::handle e : v) {
+    if (nb::isinstance<array>(e)) return true;
+    if ((PyList_Check(e.ptr()) || PyTuple_Check(e.ptr())) && list_has_array(e)) return true;
+  }
+  return false;
+}
+
+array list_to_array(nb::handle v, std::optional<Dtype> dtype) {
+  if (list_has_array(v)) {
+    std::vector<array> parts;
+    for (nb::handle e : v) parts.push_back(to_array(e));
+    if (parts.empty()) return zeros({0}, dtype.value_or(float32));
+    array r = stack(parts);
+    return dtype ? astype(r, *dtype) : r;
+  }
+  ListScan s;
+  scan_list(v, 0, s);
+  if (s.kind < 0) return array(static_cast<float*>(nullptr), s.shape, dtype.value_or(float32));
+  switch (s.kind) {
+    case 0: {
+      std::vector<uint8_t> d;
+      fill_list(v, d);
+      std::vector<bool> b(d.begin(), d.end());
+      return array(b.begin(), s.shape, dtype.value_or(bool_));
+    }
+    case 1: {
+      std::vector<int64_t> d;
+      fill_list(v, d);
+      return array(d.begin(), s.shape, dtype.value_or(s.wide_int ? int64 : int32));
+    }
+    case 2: {
+      std::vector<double> d;
+      fill_list(v, d);
+      return array(d.begin(), s.shape, dtype.value_or(float32));
+    }
+    default: {
+      std::vector<complex64_t> d;
+      fill_list(v, d);
+      return array(d.begin(), s.shape, dtype.value_or(complex64));
+    }
+  }
+}
+
+std::optional<Dtype> dlpack_dtype(nb::dlpack::dtype t) {
+  using C = nb::dlpack::dtype_code;
+  switch (static_cast<C>(t.code)) {
+    case C::Bool: return bool_;
+    case C::Int:
+      switch (t.bits) { case 8: return int8; case 16: return int16; case 32: return int32; case 64: return int64; }
+      break;
+    case C::UInt:
+      switch (t.bits) { case 8: return uint8; case 16: return uint16; case 32: return uint32; case 64: return uint64; }
+      break;
+    case C::Float:
+      switch (t.bits) { case 16: return float16; case 32: return float32; case 64: return float64; }
+      break;
+    case C::Bfloat:
+      if (t.bits == 16) return bfloat16;
+      break;
+    case C::Complex:
+      if (t.bits == 64) return complex64;
+      break;
+    default: break;
+  }
+  return std::nullopt;
+}
+
+nb::dlpack::dtype to_dlpack_dtype(Dtype t) {
+  using C = nb::dlpack::dtype_code;
+  C code;
+  if (t == bool_) code = C::Bool;
+  else if (is_unsigned(t)) code = C::UInt;
+  else if (is_signed_integer(t)) code = C::Int;
+  else if (t == bfloat16) code = C::Bfloat;
+  else if (is_complex(t)) code = C::Complex;
+  else code = C::Float;
+  return {static_cast<uint8_t>(code), static_cast<uint8_t>(t.size * 8), 1};
+}
+
+// Copies a strided block of elements to a row-contiguous destination.
+void strided_copy(const char* src, char* dst, const int64_t* shape, const int64_t* strides,
+                  int ndim, size_t itemsize) {
+  if (ndim == 0) {
+    std::memcpy(dst, src, itemsize);
+    return;
+  }
+  std::vector<int64_t> idx(ndim, 0);
+  int64_t total = 1;
+  for (int i = 0; i < ndim; ++i) total *= shape[i];
+  for (int64_t n = 0; n < total; ++n) {
+    int64_t off = 0;
+    for (int i = 0; i < ndim; ++i) off += idx[i] * strides[i];
+    std::memcpy(dst + n * itemsize, src + off * static_cast<int64_t>(itemsize), itemsize);
+    for (int i = ndim - 1; i >= 0; --i) {
+      if (++idx[i] < shape[i]) break;
+      idx[i] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+bool is_python_scalar(nb::handle v) {
+  return PyBool_Check(v.ptr()) || PyLong_Check(v.ptr()) || PyFloat_Check(v.ptr()) ||
+         PyComplex_Check(v.ptr());
+}
+
+std::optional<array> from_buffer(nb::handle v) {
+  if (!PyObject_CheckBuffer(v.ptr()) && !nb::hasattr(v, "__dlpack__")) return std::nullopt;
+  nb::ndarray<nb::ro> nd;
+  if (!nb::try_cast(v, nd, false)) return std::nullopt;
+  if (nd.device_type() != nb::device::cpu::value) {
+    throw std::invalid_argument(
+        "[array] only host (CPU) memory can be imported; copy the tensor to the host first");
+  }
+  auto dtype = dlpack_dtype(nd.dtype());
+  if (!dtype) {
+    std::ostringstream msg;
+    msg << "[array] unsupported element type (DLPack code " << int(nd.dtype().code) << ", "
+        << int(nd.dtype().bits) << " bits)";
+    throw std::invalid_argument(msg.str());
+  }
+  Shape shape;
+  std::vector<int64_t> shape64, strides;
+  for (size_t i = 0; i < nd.ndim(); ++i) {
+    if (nd.shape(i) > INT32_MAX) throw std::invalid_argument("[array] dimension exceeds int32");
+    shape.push_back(static_cast<ShapeElem>(nd.shape(i)));
+    shape64.push_back(static_cast<int64_t>(nd.shape(i)));
+    strides.push_back(nd.stride(i));
+  }
+  size_t n = shape_size(shape);
+  auto buf = allocator::malloc(n * dtype->size);
+  if (n > 0) {
+    strided_copy(static_cast<const char*>(nd.data()), static_cast<char*>(buf.raw_ptr()),
+                 shape64.data(), strides.data(), static_cast<int>(nd.ndim()), dtype->size);
+  }
+  return array(buf, shape, *dtype);
+}
+
+bool is_array_like(nb::handle v) {
+  return nb::isinstance<array>(v) || is_python_scalar(v) || PyList_Check(v.ptr()) ||
+         PyTuple_Check(v.ptr()) || PyObject_CheckBuffer(v.ptr()) ||
+         nb::hasattr(v, "__dlpack__") || nb::hasattr(v, "__mlx_array__") ||
+         nb::hasattr(v, "__tessera_array__");
+}
+
+array to_array(nb::handle v, std::optional<Dtype> dtype) {
+  if (nb::isinstance<array>(v)) {
+    const array& a = nb::cast<const array&>(v);
+    return dtype && *dtype != a.dtype() ? astype(a, *dtype) : a;
+  }
+  if (is_python_scalar(v)) return plain_scalar_to_array(v, dtype);
+  if (PyList_Check(v.ptr()) || PyTuple_Check(v.ptr())) return list_to_array(v, dtype);
+  if (auto a = from_buffer(v)) return dtype ? astype(*a, *dtype) : *a;
+  for (const char* hook : {"__tessera_array__", "__mlx_array__"}) {
+    if (nb::hasattr(v, hook)) return to_array(v.attr(hook)(), dtype);
+  }
+  // NumPy scalars and other objects NumPy understands.
+  if (nb::hasattr(v, "__array__")) return to_array(v.attr("__array__")(), dtype);
+  throw std::invalid_argument(std::string("[array] cannot convert an object of type ") +
+                              nb::type_name(v.type()).c_str() + " to an array");
+}
+
+array scalar_to_array(nb::handle v, Dtype hint) {
+  if (PyBool_Check(v.ptr())) return array(v.ptr() == Py_True, hint);
+  if (PyLong_Check(v.ptr())) {
+    if (hint == bool_) return int_to_array(v, int32);
+    if (is_integer(hint) && hint.size < 8) {
+      int overflow = 0;
+      long long x = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+      iinfo info(hint);
+      if (overflow || x < info.min || (x > 0 && static_cast<uint64_t>(x) > info.max)) {
+        std::ostringstream msg;
+        msg << "[array] the Python int " << nb::str(v).c_str() << " does not fit in "
+            << dtype_name(hint) << " (overflow)";
+        throw std::invalid_argument(msg.str());
+      }
+      return array(static_cast<int64_t>(x), hint);
+    }
+    return int_to_array(v, hint);
+  }
+  if (PyFloat_Check(v.ptr())) {
+    return array(PyFloat_AS_DOUBLE(v.ptr()), is_floating_point(hint) ? hint : float32);
+  }
+  return plain_scalar_to_array(v, complex64);
+}
+
+std::pair<array, array> to_arrays(nb::handle a, nb::handle b) {
+  bool a_arr = nb::isinstance<array>(a), b_arr = nb::isinstance<array>(b);
+  if (a_arr && b_arr) return {nb::cast<const array&>(a), nb::cast<const array&>(b)};
+  if (a_arr && is_python_scalar(b)) {
+    const array& x = nb::cast<const array&>(a);
+    return {x, scalar_to_array(b, x.dtype())};
+  }
+  if (b_arr && is_python_scalar(a)) {
+    const array& y = nb::cast<const array&>(b);
+    return {scalar_to_array(a, y.dtype()), y};
+  }
+  return {to_array(a), to_array(b)};
+}
+
+std::vector<int> to_vec(const IntOrVec& v) {
+  if (auto* i = std::get_if<int>(&v)) return {*i};
+  return std::get<std::vector<int>>(v);
+}
+
+namespace {
+
+template <typename T>
+nb::object scalar_object(const void* p) {
+  T x = *static_cast<const T*>(p);
+  if constexpr (std::is_same_v<T, bool>) {
+    return nb::bool_(x);
+  } else if constexpr (std::is_same_v<T, complex64_t>) {
+    return nb::cast(std::complex<double>(x.real(), x.imag()));
+  } else if constexpr (std::is_integral_v<T>) {
+    return nb::int_(x);
+  } else {
+    return nb::float_(static_cast<double>(static_cast<float>(x)));
+  }
+}
+
+nb::object element(const char* p, Dtype t) {
+  switch (t.val) {
+    case Dtype::Val::bool_: return nb::bool_(*reinterpret_cast<const uint8_t*>(p) != 0);
+    case Dtype::Val::uint8: return scalar_object<uint8_t>(p);
+    case Dtype::Val::uint16: return scalar_object<uint16_t>(p);
+    case Dtype::Val::uint32: return scalar_object<uint32_t>(p);
+    case Dtype::Val::uint64: return scalar_object<uint64_t>(p);
+    case Dtype::Val::int8: return scalar_object<int8_t>(p);
+    case Dtype::Val::int16: return scalar_object<int16_t>(p);
+    case Dtype::Val::int32: return scalar_object<int32_t>(p);
+    case Dtype::Val::int64: return scalar_object<int64_t>(p);
+    case Dtype::Val::float16: return scalar_object<float16_t>(p);
+    case Dtype::Val::bfloat16: return scalar_object<bfloat16_t>(p);
+    case Dtype::Val::float32: return scalar_object<float>(p);
+    case Dtype::Val::float64: return nb::float_(*reinterpret_cast<const double*>(p));
+    case Dtype::Val::complex64: return scalar_object<complex64_t>(p);
+  }
+  throw std::logic_error("[item] unknown dtype (bug)");
+}
+
+nb::object list_level(const char* p, const array& a, size_t dim) {
+  if (dim == a.ndim()) return element(p, a.dtype());
+  nb::list out;
+  int64_t step = a.strides()[dim] * static_cast<int64_t>(a.itemsize());
+  for (ShapeElem i = 0; i < a.shape()[dim]; ++i) out.append(list_level(p + i * step, a, dim + 1));
+  return out;
+}
+
+}  // namespace
+
+nb::object item(const array& a) {
+  array x = a;
+  {
+    nb::gil_scoped_release nogil;
+    x.eval();
+  }
+  if (x.size() != 1) {
+    std::ostringstream msg;
+    msg << "[item] the array must have exactly one element, it has " << x.size();
+    throw std::invalid_argument(msg.str());
+  }
+  return element(static_cast<const char*>(x.raw_data()), x.dtype());
+}
+
+nb::object tolist(const array& a) {
+  array x = a;
+  {
+    nb::gil_scoped_release nogil;
+    x.eval();
+  }
+  if (x.size() == 0) {
+    // Empty: nested empty lists of the right depth.
+    std::function<nb::object(size_t)> build = [&](size_t d) -> nb::object {
+      nb::list l;
+      if (d + 1 < x.ndim() && x.shape()[d] > 0)
+        for (ShapeElem i = 0; i < x.shape()[d]; ++i) l.append(build(d + 1));
+      return l;
+    };
+    return build(0);
+  }
+  return list_level(static_cast<const char*>(x.raw_data()), x, 0);
+}
+
+nb::object to_numpy(const array& a, std::optional<nb::handle> dtype) {
+  array x = a.dtype() == bfloat16 ? astype(a, float32) : a;
+  {
+    nb::gil_scoped_release nogil;
+    x.eval();
+  }
+  bool negative = false, broadcast = false;
+  for (size_t i = 0; i < x.ndim(); ++i) {
+    negative |= x.strides()[i] < 0;
+    broadcast |= x.strides()[i] == 0 && x.shape()[i] > 1;
+  }
+  if (negative) {
+    x = contiguous(x);
+    nb::gil_scoped_release nogil;
+    x.eval();
+  }
+  std::vector<size_t> shape(x.shape().begin(), x.shape().end());
+  auto* keep = new array(x);
+  nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<array*>(p); });
+  void* data = x.size() == 0 ? nullptr : (broadcast ? x.raw_data() : keep->mutable_data());
+  nb::object out;
+  if (broadcast) {
+    out = nb::ndarray<nb::numpy, nb::ro>(data, x.ndim(), shape.data(), owner,
+                                         x.strides().data(), to_dlpack_dtype(x.dtype()))
+              .cast();
+  } else {
+    out = nb::ndarray<nb::numpy>(data, x.ndim(), shape.data(), owner, x.strides().data(),
+                                 to_dlpack_dtype(x.dtype()))
+              .cast();
+  }
+  if (dtype && !dtype->is_none()) out = out.attr("astype")(*dtype);
+  return out;
+}
+
+}  // namespace tessera::python
+
+namespace tessera::python {
+
+Shape to_shape(nb::handle v, const char* op) {
+  if (PyLong_Check(v.ptr())) return {nb::cast<ShapeElem>(v)};
+  if (PyList_Check(v.ptr()) || PyTuple_Check(v.ptr())) {
+    Shape s;
+    for (nb::handle e : v) {
+      if (!PyLong_Check(e.ptr()) || PyBool_Check(e.ptr())) {
+        throw nb::type_error((std::string("[") + op + "] shape entries must be ints").c_str());
+      }
+      s.push_back(nb::cast<ShapeElem>(e));
+    }
+    return s;
+  }
+  throw nb::type_error((std::string("[") + op + "] a shape must be an int or a sequence of ints").c_str());
+}
+
+}  // namespace tessera::python

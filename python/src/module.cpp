@@ -1,0 +1,18 @@
+// The native module tessera.core. Each family registers itself from its own file.
+#include "convert.h"
+
+NB_MODULE(core, m) {
+  using namespace tessera::python;
+  m.doc() = "Tessera's arrays, ops, devices, streams and transforms (MLX's mlx.core)";
+  init_dtypes(m);
+  init_devices(m);
+  ArrayClass cls = init_array(m);
+  init_indexing(m, cls);
+  init_creation(m, cls);
+  init_elementwise(m, cls);
+  init_reduce(m, cls);
+  init_shape(m, cls);
+  init_linalg(m, cls);
+  init_transforms(m);
+  init_memory(m);
+}

@@ -1,0 +1,115 @@
+// The function transforms over flat lists of arrays. tessera/_transforms.py
+// builds the reference's interface (pytrees, argnums, argnames) on top.
+#include <nanobind/stl/function.h>
+
+#include "convert.h"
+
+namespace tessera::python {
+
+namespace {
+
+// A Python callable held by C++ (possibly in a graph node released on a
+// worker thread): its reference is dropped under the GIL.
+struct PyFn {
+  nb::object f;
+  explicit PyFn(nb::object fn) : f(std::move(fn)) {}
+  ~PyFn() {
+    if (!Py_IsInitialized()) {
+      f.release();  // the interpreter is gone: nothing left to release it to
+      return;
+    }
+    nb::gil_scoped_acquire gil;
+    f.reset();
+  }
+};
+
+std::vector<array> as_arrays(nb::handle r, const char* op) {
+  if (nb::isinstance<array>(r)) return {nb::cast<array>(r)};
+  std::vector<array> out;
+  if (!PyList_Check(r.ptr()) && !PyTuple_Check(r.ptr())) {
+    throw std::invalid_argument(std::string("[") + op +
+                                "] the function must return an array or a list of arrays");
+  }
+  for (nb::handle e : r) {
+    if (!nb::isinstance<array>(e)) {
+      throw std::invalid_argument(std::string("[") + op + "] the function returned a " +
+                                  nb::type_name(e.type()).c_str() + " where an array was expected");
+    }
+    out.push_back(nb::cast<array>(e));
+  }
+  return out;
+}
+
+VecFn wrap(nb::object fn, const char* op) {
+  auto holder = std::make_shared<PyFn>(std::move(fn));
+  return [holder, op](const std::vector<array>& xs) {
+    nb::gil_scoped_acquire gil;
+    nb::list args;
+    for (auto& x : xs) args.append(x);
+    return as_arrays(holder->f(args), op);
+  };
+}
+
+nb::list to_list(const std::vector<array>& v) {
+  nb::list l;
+  for (auto& a : v) l.append(a);
+  return l;
+}
+
+}  // namespace
+
+void init_transforms(nb::module_& m) {
+  m.def("_vjp_flat", [](nb::object fun, std::vector<array> primals, std::vector<array> cotangents) {
+    auto [outs, vjps] = vjp(wrap(fun, "vjp"), primals, cotangents);
+    return nb::make_tuple(to_list(outs), to_list(vjps));
+  }, "fun"_a, "primals"_a, "cotangents"_a);
+  m.def("_value_and_grad_flat", [](nb::object fun, std::vector<array> inputs) {
+    std::vector<int> argnums(inputs.size());
+    for (size_t i = 0; i < argnums.size(); ++i) argnums[i] = static_cast<int>(i);
+    auto [outs, grads] = value_and_grad(wrap(fun, "value_and_grad"), argnums)(inputs);
+    return nb::make_tuple(to_list(outs), to_list(grads));
+  }, "fun"_a, "inputs"_a);
+  m.def("_jvp_flat", [](nb::object fun, std::vector<array> primals, std::vector<array> tangents) {
+    auto [outs, jvps] = jvp(wrap(fun, "jvp"), primals, tangents);
+    return nb::make_tuple(to_list(outs), to_list(jvps));
+  }, "fun"_a, "primals"_a, "tangents"_a);
+  m.def("_vmap_flat", [](nb::object fun, std::vector<array> inputs, std::vector<int> in_axes) {
+    return to_list(vmap(wrap(fun, "vmap"), in_axes)(inputs));
+  }, "fun"_a, "inputs"_a, "in_axes"_a);
+  m.def("_checkpoint_flat", [](nb::object fun, std::vector<array> inputs) {
+    return to_list(checkpoint(wrap(fun, "checkpoint"))(inputs));
+  }, "fun"_a, "inputs"_a);
+  m.def("_custom_function_flat", [](nb::object fun, nb::object fvjp, nb::object fjvp,
+                                    nb::object fvmap, std::vector<array> inputs) {
+    std::optional<CustomVjp> cvjp;
+    std::optional<CustomJvp> cjvp;
+    std::optional<CustomVmap> cvmap;
+    if (!fvjp.is_none()) {
+      auto h = std::make_shared<PyFn>(fvjp);
+      cvjp = [h](const std::vector<array>& p, const std::vector<array>& c, const std::vector<array>& o) {
+        nb::gil_scoped_acquire gil;
+        return as_arrays(h->f(to_list(p), to_list(c), to_list(o)), "custom_function.vjp");
+      };
+    }
+    if (!fjvp.is_none()) {
+      auto h = std::make_shared<PyFn>(fjvp);
+      cjvp = [h](const std::vector<array>& p, const std::vector<array>& t, const std::vector<int>& argnums) {
+        nb::gil_scoped_acquire gil;
+        return as_arrays(h->f(to_list(p), to_list(t), argnums), "custom_function.jvp");
+      };
+    }
+    if (!fvmap.is_none()) {
+      auto h = std::make_shared<PyFn>(fvmap);
+      cvmap = [h](const std::vector<array>& in, const std::vector<int>& axes) {
+        nb::gil_scoped_acquire gil;
+        nb::object r = h->f(to_list(in), axes);
+        auto pair = nb::cast<nb::tuple>(r);
+        return std::make_pair(as_arrays(pair[0], "custom_function.vmap"),
+                              nb::cast<std::vector<int>>(pair[1]));
+      };
+    }
+    return to_list(custom_function(wrap(fun, "custom_function"), cvjp, cjvp, cvmap)(inputs));
+  }, "fun"_a, "vjp"_a.none(), "jvp"_a.none(), "vmap"_a.none(), "inputs"_a);
+}
+
+}  // namespace tessera::python

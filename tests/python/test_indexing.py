@@ -1,0 +1,171 @@
+"""NumPy-style indexing against NumPy: generated index expressions (hypothesis)
+for reading and writing, .at[] updates, masks, and the error kinds."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import tessera.core as mx
+
+SHAPES = st.lists(st.integers(0, 5), min_size=1, max_size=4).map(tuple)
+
+
+def slices(n):
+    bound = st.one_of(st.none(), st.integers(-n - 2, n + 2))
+    step = st.one_of(st.none(), st.integers(-3, 3).filter(lambda s: s != 0))
+    return st.builds(slice, bound, bound, step)
+
+
+@st.composite
+def index_expressions(draw, shape):
+    """A tuple of ints, slices, None and at most one Ellipsis valid for shape."""
+    entries = []
+    axis = 0
+    used_ellipsis = False
+    while True:
+        kind = draw(st.sampled_from(["stop", "int", "slice", "none", "ellipsis"]))
+        if kind == "stop":
+            break
+        if kind == "none":
+            entries.append(None)
+        elif kind == "ellipsis":
+            if used_ellipsis:
+                continue
+            used_ellipsis = True
+            entries.append(Ellipsis)
+        elif axis < len(shape):
+            n = shape[axis]
+            if kind == "int":
+                if n == 0:
+                    continue
+                entries.append(draw(st.integers(-n, n - 1)))
+            else:
+                entries.append(draw(slices(n)))
+            axis += 1
+        if len(entries) > 6:
+            break
+    if used_ellipsis:
+        # Ellipsis stands for the axes no other entry took.
+        real = sum(1 for e in entries if e is not None and e is not Ellipsis)
+        if real > len(shape):
+            entries = [e for e in entries if e is not Ellipsis]
+    if len(entries) == 1 and draw(st.booleans()):
+        return entries[0]
+    return tuple(entries)
+
+
+@st.composite
+def array_and_index(draw):
+    shape = draw(SHAPES)
+    return shape, draw(index_expressions(shape))
+
+
+@settings(max_examples=400, deadline=None)
+@given(array_and_index(), st.sampled_from(["plain", "transposed", "strided"]))
+def test_getitem_matches_numpy(case, layout):
+    shape, idx = case
+    if layout == "transposed":
+        x = np.arange(int(np.prod(shape)), dtype=np.int32).reshape(shape[::-1])
+        x, a = x.T, mx.array(x).T
+    else:
+        x = np.arange(int(np.prod(shape)), dtype=np.int32).reshape(shape)
+        a = mx.array(x)
+    if layout == "strided":
+        x, a = x[..., ::-1], a[..., ::-1]
+    try:
+        expected = x[idx]
+    except IndexError:
+        # An int past a size-0 axis (the generator places ints before an
+        # Ellipsis by position): both must refuse it.
+        with pytest.raises((IndexError, ValueError)):
+            a[idx]
+        return
+    got = a[idx]
+    assert got.shape == expected.shape
+    np.testing.assert_array_equal(np.array(got), expected)
+
+
+@settings(max_examples=300, deadline=None)
+@given(array_and_index(), st.booleans())
+def test_setitem_matches_numpy(case, scalar):
+    shape, idx = case
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    a = mx.array(x)
+    try:
+        target = x[idx]
+    except IndexError:
+        with pytest.raises((IndexError, ValueError)):
+            a[idx] = 1.0
+        return
+    value = np.float32(-7.5) if scalar else (np.arange(target.size, dtype=np.float32).reshape(target.shape) + 100)
+    x[idx] = value
+    a[idx] = value if scalar else mx.array(value)
+    np.testing.assert_array_equal(np.array(a), x)
+
+
+def test_setitem_broadcast_and_cast():
+    a = mx.zeros((3, 4), dtype=mx.int32)
+    a[1] = mx.array([1.9, 2.9, 3.9, 4.9])
+    assert a.dtype == mx.int32 and a.tolist()[1] == [1, 2, 3, 4]
+    a[:, 1:3] = 9
+    a[...] = a + 1
+    b = mx.zeros((2, 3))
+    b[0:1] = mx.ones((1, 1, 3))  # extra leading size-1 dims are dropped
+    assert b.tolist() == [[1, 1, 1], [0, 0, 0]]
+    np.testing.assert_array_equal(np.array(a)[:, 1:3], 10)
+
+
+def test_setitem_boolean_mask():
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    a = mx.array(x)
+    a[a > 2] = 0
+    x[x > 2] = 0
+    np.testing.assert_array_equal(np.array(a), x)
+    m = mx.array([True, False])
+    a[m] = 5
+    x[np.array([True, False])] = 5
+    np.testing.assert_array_equal(np.array(a), x)
+    a[True] = 1
+    assert np.array(a).tolist() == [[1, 1, 1], [1, 1, 1]]
+    with pytest.raises(ValueError):
+        a[mx.array([True, False, True])] = 1
+
+
+def test_at_updates():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    a = mx.array(x)
+    np.testing.assert_array_equal(np.array(a.at[1].add(10)), x + np.array([[0], [10], [0]]))
+    np.testing.assert_array_equal(np.array(a.at[:, ::2].multiply(2)),
+                                  np.where(np.arange(4) % 2 == 0, x * 2, x))
+    r = a.at[0, 1:3].subtract(1.0)
+    assert r.tolist()[0] == [0, 0, 1, 3]
+    assert a.at[2].maximum(100).tolist()[2] == [100] * 4
+    assert a.at[2].minimum(9).tolist()[2] == [8, 9, 9, 9]
+    assert a.at[1].divide(2).tolist()[1] == [2, 2.5, 3, 3.5]
+    np.testing.assert_array_equal(np.array(a), x)  # a itself is untouched
+    with pytest.raises(ValueError):
+        a.at.add(1)
+
+
+def test_index_errors():
+    a = mx.zeros((2, 3))
+    with pytest.raises(IndexError):
+        a[2]
+    with pytest.raises(IndexError):
+        a[0, -4]
+    with pytest.raises(ValueError):
+        a[0, 0, 0]
+    with pytest.raises(ValueError):
+        a[..., ...]
+    with pytest.raises(ValueError):
+        mx.array(1)[0]
+    with pytest.raises(ValueError):
+        a[mx.array([0, 1])]  # integer-array indexing needs gather: a clear error
+    with pytest.raises(ValueError):
+        a[[0, 1]]
+    with pytest.raises(ValueError):
+        a[a > 0]
+    with pytest.raises(ValueError):
+        a["x"]
+    assert mx.array(3)[()].item() == 3
+    assert mx.array(3)[...].item() == 3
+    assert a[np.int64(1)].shape == (3,)
