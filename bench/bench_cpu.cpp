@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
     // Flops of one step: forward and backward, 3 products of 256x1024x1024 per layer.
     bench::report("mlp_value_and_grad_cpu", bench::mlp_step(Device::cpu),
                   3 * 4 * 2.0 * 256 * 1024 * 1024, "flop");
+  }
   if (bench::wanted(argc, argv, "sort_f32_1e7")) {
     // A fixed pseudo-random order (the same as peers_cpu.py): i * 2654435761 mod 2^32.
     std::vector<float> v(10000000);
@@ -78,6 +79,7 @@ int main(int argc, char** argv) {
     array a = filled({10000000}, 0.5f);
     double t = bench::time_median([&] { eval(cumsum(a)); });
     bench::report("cumsum_f32_1e7", t, 2.0 * 4e7, "byte");
+  }
   if (bench::wanted(argc, argv, "take_f32_1e7_idx_1e6")) {
     array a = filled({10000000}, 0.0f);
     std::mt19937 gen(0);
@@ -88,6 +90,7 @@ int main(int argc, char** argv) {
     eval(idx);
     double t = bench::time_median([&] { eval(take(a, idx, 0)); });
     bench::report("take_f32_1e7_idx_1e6", t, 1e6 * (4 + 4 + 4), "byte");
+  }
   if (bench::wanted(argc, argv, "solve_f32_1024")) {
     // A diagonally dominant system with one right-hand side.
     array a = filled({1024, 1024}, 0.0f) * 0.001f + eye(1024) * 16.0f;
@@ -95,6 +98,7 @@ int main(int argc, char** argv) {
     eval(a, b);
     double t = bench::time_median([&] { eval(linalg::solve(a, b)); });
     bench::report("solve_f32_1024", t, 2.0 / 3.0 * 1024.0 * 1024.0 * 1024.0, "flop");
+  }
   if (bench::wanted(argc, argv, "fft_c64_2p22")) {
     const int n = 1 << 22;
     array a = astype(filled({n}, 0.0f), complex64) +
