@@ -87,6 +87,9 @@ class GRU(Module):
             n = x_n[..., idx, :]
             if hidden is not None:
                 n = n + r * h_proj_n
+            elif "bhn" in self:
+                # No hidden state means h = 0, whose projection is just bhn.
+                n = n + r * self.bhn
             n = mx.tanh(n)
             if hidden is not None:
                 hidden = (1 - z) * n + z * hidden
