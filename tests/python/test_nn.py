@@ -701,3 +701,112 @@ def test_checkpoint_gives_same_gradients():
     _, g2 = nn.value_and_grad(model, loss_ckpt)(x)
     for (_, a), (_, b) in zip(tree_flatten(g1), tree_flatten(g2)):
         close(a, np.array(b))
+
+
+# ---- pooling and convolution (through strided windows) ------------------------
+
+def np_pool(x, k, s, p, fn, pad_value):
+    n = len(k)
+    x = np.pad(x, [(0, 0)] + [(q, q) for q in p] + [(0, 0)], constant_values=pad_value)
+    out_sizes = [(x.shape[1 + i] - k[i]) // s[i] + 1 for i in range(n)]
+    out = np.empty((x.shape[0], *out_sizes, x.shape[-1]))
+    for idx in np.ndindex(*out_sizes):
+        sl = tuple(slice(i * st, i * st + kk) for i, st, kk in zip(idx, s, k))
+        window = x[(slice(None),) + sl + (slice(None),)]
+        out[(slice(None),) + idx + (slice(None),)] = fn(window, axis=tuple(range(1, 1 + n)))
+    return out
+
+
+@pytest.mark.parametrize("cls,n,fn,pad_value", [
+    (nn.MaxPool1d, 1, np.max, -np.inf), (nn.AvgPool1d, 1, np.mean, 0.0),
+    (nn.MaxPool2d, 2, np.max, -np.inf), (nn.AvgPool2d, 2, np.mean, 0.0),
+    (nn.MaxPool3d, 3, np.max, -np.inf), (nn.AvgPool3d, 3, np.mean, 0.0),
+])
+def test_pooling(cls, n, fn, pad_value):
+    shape = (2,) + (7, 6, 5)[:n] + (3,)
+    x = rand(*shape)
+    for k, s, p in [(2, None, 0), (3, 2, 1), (2, 1, 0)]:
+        kk = (k,) * n
+        ss = kk if s is None else (s,) * n
+        pp = (p,) * n
+        close(cls(k, stride=s, padding=p)(mx.array(x)), np_pool(x, kk, ss, pp, fn, pad_value),
+              rtol=1e-5, atol=1e-6)
+    # A transposed view as input.
+    view = mx.swapaxes(mx.array(np.ascontiguousarray(np.swapaxes(x, 0, 1))), 0, 1)
+    close(cls(2)(view), np_pool(x, (2,) * n, (2,) * n, (0,) * n, fn, pad_value), rtol=1e-5)
+    with pytest.raises(ValueError):
+        cls(0)
+    with pytest.raises(ValueError):
+        cls(2, padding=-1)
+
+
+def np_conv(x, w, stride, padding, dilation, groups):
+    n = w.ndim - 2
+    x = np.pad(x, [(0, 0)] + [(q, q) for q in padding] + [(0, 0)])
+    k = w.shape[1:-1]
+    span = [(k[i] - 1) * dilation[i] + 1 for i in range(n)]
+    out_sizes = [(x.shape[1 + i] - span[i]) // stride[i] + 1 for i in range(n)]
+    cg_in, cg_out = x.shape[-1] // groups, w.shape[0] // groups
+    out = np.zeros((x.shape[0], *out_sizes, w.shape[0]))
+    for idx in np.ndindex(*out_sizes):
+        sl = tuple(slice(i * st, i * st + sp, d)
+                   for i, st, sp, d in zip(idx, stride, span, dilation))
+        window = x[(slice(None),) + sl + (slice(None),)]  # (N, *k, C_in)
+        for g in range(groups):
+            wg = w[g * cg_out:(g + 1) * cg_out]
+            xg = window[..., g * cg_in:(g + 1) * cg_in]
+            out[(slice(None),) + idx + (slice(g * cg_out, (g + 1) * cg_out),)] = np.tensordot(
+                xg, wg, axes=(list(range(1, n + 2)), list(range(1, n + 2))))
+    return out
+
+
+@pytest.mark.parametrize("cls,n,kw", [
+    (nn.Conv1d, 1, {}),
+    (nn.Conv1d, 1, {"stride": 2, "padding": 1, "dilation": 2, "groups": 2}),
+    (nn.Conv2d, 2, {}),
+    (nn.Conv2d, 2, {"stride": (2, 1), "padding": (1, 2), "dilation": (1, 2), "groups": 2}),
+    (nn.Conv3d, 3, {"stride": 2, "padding": 1}),
+])
+def test_convolution(cls, n, kw):
+    c_in, c_out = 4, 6
+    shape = (2,) + (9, 8, 7)[:n] + (c_in,)
+    x = rand(*shape)
+    conv = cls(c_in, c_out, 3, **kw)
+    groups = kw.get("groups", 1)
+    assert conv.weight.shape == (c_out,) + (3,) * n + (c_in // groups,)
+    assert np.abs(np.array(conv.weight)).max() <= math.sqrt(1 / (c_in * 3 ** n))
+    conv.bias = mx.array(rand(c_out))
+
+    def as_tuple(v):
+        return (v,) * n if isinstance(v, int) else tuple(v)
+
+    want = np_conv(x.astype(np.float64), np.array(conv.weight).astype(np.float64),
+                   as_tuple(kw.get("stride", 1)), as_tuple(kw.get("padding", 0)),
+                   as_tuple(kw.get("dilation", 1)), groups) + np.array(conv.bias)
+    close(conv(mx.array(x)), want, rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError):
+        nn.Conv1d(3, 4, 3, groups=2)
+
+
+def test_convolution_gradient_matches_finite_differences():
+    conv = nn.Conv1d(2, 3, 3, padding=1)
+    x = mx.array(rand(1, 5, 2))
+
+    def loss_fn(x):
+        return mx.sum(mx.square(conv(x)))
+
+    _, grads = nn.value_and_grad(conv, loss_fn)(x)
+    w = np.array(conv.weight).astype(np.float64)
+    eps = 1e-3
+    for idx in [(0, 0, 0), (2, 1, 1), (1, 2, 0)]:
+        wp, wm = w.copy(), w.copy()
+        wp[idx] += eps
+        wm[idx] -= eps
+        xn = np.array(x).astype(np.float64)
+
+        def f(wv):
+            y = np_conv(xn, wv, (1,), (1,), (1,), 1) + np.array(conv.bias)
+            return (y ** 2).sum()
+
+        fd = (f(wp) - f(wm)) / (2 * eps)
+        assert np.array(grads["weight"])[idx] == pytest.approx(fd, rel=1e-3, abs=1e-3)
