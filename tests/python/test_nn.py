@@ -810,3 +810,39 @@ def test_convolution_gradient_matches_finite_differences():
 
         fd = (f(wp) - f(wm)) / (2 * eps)
         assert np.array(grads["weight"])[idx] == pytest.approx(fd, rel=1e-3, abs=1e-3)
+
+
+# ---- upsampling ---------------------------------------------------------------
+
+def test_upsample_nearest():
+    x = rand(2, 3, 4, 2)
+    got = nn.Upsample(scale_factor=2)(mx.array(x))
+    close(got, x.repeat(2, axis=1).repeat(2, axis=2))
+    got = nn.Upsample(scale_factor=(1.5, 0.5))(mx.array(x))
+    rows = np.round((np.arange(4) + 0.5) * (3 / 4) - 0.5).astype(int)
+    cols = (np.arange(2) * 2).astype(int)
+    close(got, x[:, rows][:, :, cols])
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_upsample_linear(align_corners):
+    x = rand(1, 4, 3)
+    got = nn.Upsample(scale_factor=2, mode="linear", align_corners=align_corners)(mx.array(x))
+    m, n = 8, 4
+    if align_corners:
+        pos = np.arange(m) * (n - 1) / (m - 1)
+    else:
+        pos = np.clip((np.arange(m) + 0.5) / 2 - 0.5, 0, n - 1)
+    want = np.stack([np.interp(pos, np.arange(n), x[0, :, c]) for c in range(3)], -1)[None]
+    close(got, want, rtol=1e-5, atol=1e-6)
+    # Two spatial dims: the resize is separable.
+    x2 = rand(1, 3, 4, 2)
+    got2 = nn.Upsample(scale_factor=(2, 1), mode="linear", align_corners=True)(mx.array(x2))
+    pos = np.arange(6) * 2 / 5
+    want2 = np.stack([[np.interp(pos, np.arange(3), x2[0, :, j, c]) for c in range(2)]
+                      for j in range(4)])  # (W, C, H')
+    close(got2, np.transpose(want2, (2, 0, 1))[None], rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError):
+        nn.Upsample(2, mode="bicubic")
+    with pytest.raises(ValueError):
+        nn.Upsample(2, mode="nearest", antialias=True)
