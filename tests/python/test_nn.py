@@ -846,3 +846,11 @@ def test_upsample_linear(align_corners):
         nn.Upsample(2, mode="bicubic")
     with pytest.raises(ValueError):
         nn.Upsample(2, mode="nearest", antialias=True)
+
+
+def test_average_gradients_single_process_is_identity():
+    grads = {"w": mx.array(rand(2, 2)), "l": [mx.array(rand(3))]}
+    out = nn.average_gradients(grads)
+    for (k1, a), (k2, b) in zip(tree_flatten(out), tree_flatten(grads)):
+        assert k1 == k2
+        np.testing.assert_array_equal(np.array(a), np.array(b))

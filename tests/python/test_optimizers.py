@@ -346,3 +346,42 @@ def test_clip_grad_norm():
         assert_trees_close(tree_map(np.array, clipped), tree_map(lambda g: g * scale, grads))
     with pytest.raises(ValueError):
         optim.clip_grad_norm(to_mx(grads), -1.0)
+
+
+@pytest.mark.parametrize("nesterov", [True, False])
+def test_muon(nesterov):
+    lr, mu, wd, ns = 0.02, 0.9, 0.01, 5
+
+    def newton_schulz(X):
+        a, b, c = 3.4445, -4.7750, 2.0315
+        transpose = X.shape[0] > X.shape[1]
+        if transpose:
+            X = X.T
+        X = X / (np.sqrt((X ** 2).sum()) + 1e-7)
+        for _ in range(ns):
+            A = X @ X.T
+            X = a * X + (b * A + c * A @ A) @ X
+        return X.T if transpose else X
+
+    def rule(p, g, s, t):
+        g = g + wd * p
+        v = mu * s.get("v", 0) + (1 - mu) * g
+        s["v"] = v
+        u = (1 - mu) * g + mu * v if nesterov else v
+        eta = lr
+        if p.ndim >= 2:
+            m = u.reshape(u.shape[0], -1)
+            eta = lr * math.sqrt(max(1, m.shape[0] / m.shape[1]))
+            u = newton_schulz(m).reshape(u.shape)
+        return p - eta * u
+
+    params, grads = make_problem()
+    params["t"] = RNG_PARAMS.standard_normal((6, 2, 2))
+    for g in grads:
+        g["t"] = RNG_PARAMS.standard_normal((6, 2, 2))
+    got = run_tessera(optim.Muon(lr, momentum=mu, weight_decay=wd, nesterov=nesterov),
+                      params, grads)
+    assert_trees_close(got, run_numpy(rule, params, grads), rtol=1e-4, atol=1e-5)
+
+
+RNG_PARAMS = np.random.default_rng(5)

@@ -43,3 +43,24 @@ def checkpoint(module: Module, fn: Optional[Callable] = None):
         return checkpointed_fn(module.trainable_parameters(), *args, **kwargs)
 
     return wrapped_checkpointed_fn
+
+
+def average_gradients(gradients, group=None, all_reduce_size: int = 32 * 1024**2,
+                      communication_stream=None):
+    """All-reduce mean of a gradient tree over a distributed group; the identity
+    for a group of one process (the only kind while the core has no
+    ``distributed`` module). Each leaf is reduced on its own
+    (``all_reduce_size`` batching is not done)."""
+    from tessera.utils import tree_map
+
+    dist = getattr(mx, "distributed", None)
+    if dist is None:
+        if group is not None and group.size() != 1:
+            raise RuntimeError("[average_gradients] this build has no distributed backend")
+        return gradients
+    group = group or dist.init()
+    n = group.size()
+    if n == 1:
+        return gradients
+    return tree_map(lambda g: dist.all_sum(g, group=group, stream=communication_stream) / n,
+                    gradients)

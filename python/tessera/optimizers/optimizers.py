@@ -469,6 +469,55 @@ class Adafactor(Optimizer):
         return parameter - update
 
 
+class Muon(Optimizer):
+    """Momentum whose update of matrices is orthogonalised by Newton-Schulz steps."""
+
+    def __init__(self, learning_rate: Union[float, Callable], momentum: float = 0.95,
+                 weight_decay: float = 0.01, nesterov: bool = True, ns_steps: int = 5):
+        super().__init__()
+        self._maybe_schedule("learning_rate", learning_rate)
+        self.momentum = momentum
+        self.weight_decay = weight_decay
+        self.nesterov = nesterov
+        self.ns_steps = ns_steps
+
+    def init_single(self, parameter, state: dict):
+        state["v"] = mx.zeros_like(parameter)
+
+    def _zeropower_via_newtonschulz5(self, X, steps: int):
+        a, b, c = (3.4445, -4.7750, 2.0315)
+        transpose_needed = X.shape[-2] > X.shape[-1]
+        if transpose_needed:
+            X = X.T
+        X = X / (mx.sqrt(mx.sum(mx.square(X))) + 1e-7)
+        for _ in range(steps):
+            A = X @ X.T
+            B = b * A + c * (A @ A)
+            X = a * X + B @ X
+        if transpose_needed:
+            X = X.T
+        return X
+
+    def apply_single(self, gradient, parameter, state: dict):
+        if self.weight_decay != 0:
+            gradient = gradient + self.weight_decay * parameter
+        v = self.momentum * state["v"] + (1 - self.momentum) * gradient
+        state["v"] = v
+        if self.nesterov:
+            update = gradient * (1 - self.momentum) + v * self.momentum
+        else:
+            update = v
+        lr = self.learning_rate.astype(gradient.dtype)
+        if update.ndim >= 2:
+            original_shape = update.shape
+            update = mx.reshape(update, (update.shape[0], -1))
+            rows, cols = update.shape
+            update = self._zeropower_via_newtonschulz5(update, steps=self.ns_steps)
+            update = mx.reshape(update, original_shape)
+            lr = lr * math.sqrt(max(1.0, rows / cols))
+        return parameter - lr * update.astype(gradient.dtype)
+
+
 def clip_grad_norm(grads, max_norm: float):
     """Scales every gradient by ``min(max_norm / (N + 1e-6), 1)`` where ``N`` is
     the global L2 norm; returns ``(clipped_grads, N)``."""
