@@ -854,3 +854,45 @@ def test_average_gradients_single_process_is_identity():
     for (k1, a), (k2, b) in zip(tree_flatten(out), tree_flatten(grads)):
         assert k1 == k2
         np.testing.assert_array_equal(np.array(a), np.array(b))
+
+
+def np_conv_transpose(x, w, stride, padding, dilation, output_padding):
+    """y[i*s + j*d - p] += x[i] . w[j], by scattering every input position."""
+    n = w.ndim - 2
+    k = w.shape[1:-1]
+    in_sizes = x.shape[1:-1]
+    out_sizes = [(in_sizes[a] - 1) * stride[a] - 2 * padding[a] + dilation[a] * (k[a] - 1) + 1
+                 + output_padding[a] for a in range(n)]
+    y = np.zeros((x.shape[0], *out_sizes, w.shape[0]))
+    for i in np.ndindex(*in_sizes):
+        for j in np.ndindex(*k):
+            o = [i[a] * stride[a] + j[a] * dilation[a] - padding[a] for a in range(n)]
+            if all(0 <= o[a] < out_sizes[a] for a in range(n)):
+                xi = x[(slice(None),) + i]  # (N, C_in)
+                wj = w[(slice(None),) + j]  # (C_out, C_in)
+                y[(slice(None),) + tuple(o)] += xi @ wj.T
+    return y
+
+
+@pytest.mark.parametrize("cls,n,kw", [
+    (nn.ConvTranspose1d, 1, {}),
+    (nn.ConvTranspose1d, 1, {"stride": 2, "padding": 1, "dilation": 2, "output_padding": 1}),
+    (nn.ConvTranspose1d, 1, {"stride": 3, "padding": 4}),
+    (nn.ConvTranspose2d, 2, {"stride": (2, 1), "padding": (1, 0), "output_padding": (1, 0)}),
+    (nn.ConvTranspose3d, 3, {"stride": 2}),
+])
+def test_conv_transpose(cls, n, kw):
+    c_in, c_out = 3, 2
+    x = rand(*((2,) + (5, 4, 3)[:n] + (c_in,)))
+    conv = cls(c_in, c_out, 3, **kw)
+    assert conv.weight.shape == (c_out,) + (3,) * n + (c_in,)
+    conv.bias = mx.array(rand(c_out))
+
+    def as_tuple(v):
+        return (v,) * n if isinstance(v, int) else tuple(v)
+
+    want = np_conv_transpose(x.astype(np.float64), np.array(conv.weight).astype(np.float64),
+                             as_tuple(kw.get("stride", 1)), as_tuple(kw.get("padding", 0)),
+                             as_tuple(kw.get("dilation", 1)),
+                             as_tuple(kw.get("output_padding", 0))) + np.array(conv.bias)
+    close(conv(mx.array(x)), want, rtol=1e-4, atol=1e-4)

@@ -13,7 +13,8 @@ from tessera.nn.layers.recurrent import GRU, LSTM, RNN
 from tessera.nn.layers.transformer import (MultiHeadAttention, Transformer,
                                            TransformerDecoder, TransformerDecoderLayer,
                                            TransformerEncoder, TransformerEncoderLayer)
-from tessera.nn.layers.convolution import Conv1d, Conv2d, Conv3d
+from tessera.nn.layers.convolution import (Conv1d, Conv2d, Conv3d, ConvTranspose1d,
+                                           ConvTranspose2d, ConvTranspose3d)
 from tessera.nn.layers.pooling import (AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d, MaxPool2d,
                                        MaxPool3d)
 from tessera.nn.layers.upsample import Upsample, upsample_linear, upsample_nearest
