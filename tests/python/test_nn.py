@@ -896,3 +896,21 @@ def test_conv_transpose(cls, n, kw):
                              as_tuple(kw.get("dilation", 1)),
                              as_tuple(kw.get("output_padding", 0))) + np.array(conv.bias)
     close(conv(mx.array(x)), want, rtol=1e-4, atol=1e-4)
+
+
+def test_init_sparse_and_orthogonal():
+    a = mx.zeros((20, 10))
+    s = np.array(nn.init.sparse(0.25, mean=0.0, std=1.0)(a))
+    assert s.shape == (20, 10)
+    assert np.all((s == 0).sum(1) == math.ceil(0.25 * 10))
+    assert np.all(s[s != 0] != 0) and np.abs(s).max() > 0
+    with pytest.raises(ValueError):
+        nn.init.sparse(0.5)(mx.zeros((2, 2, 2)))
+    for shape in [(6, 6), (8, 4), (3, 7)]:
+        q = np.array(nn.init.orthogonal(gain=2.0)(mx.zeros(shape))).astype(np.float64)
+        assert q.shape == shape
+        r, c = shape
+        gram = q.T @ q if r >= c else q @ q.T
+        np.testing.assert_allclose(gram, 4.0 * np.eye(min(r, c)), atol=1e-4)
+    with pytest.raises(ValueError):
+        nn.init.orthogonal()(mx.zeros((3,)))

@@ -110,3 +110,57 @@ def he_uniform(dtype=mx.float32) -> Callable:
         return mx.random.uniform(-limit, limit, a.shape, dtype=dtype)
 
     return initializer
+
+
+def sparse(sparsity: float, mean: float = 0.0, std: float = 1.0, dtype=mx.float32) -> Callable:
+    """2-D only: N(mean, std) values with ``ceil(sparsity * cols)`` random zeros per row."""
+
+    def initializer(a):
+        if a.ndim != 2:
+            raise ValueError(f"[sparse] only 2-D arrays are supported, got {a.ndim}-D")
+        rows, cols = a.shape
+        num_zeros = int(math.ceil(sparsity * cols))
+        u = mx.random.uniform(shape=a.shape)
+        # Rank of each entry within its row (ties have probability zero); the
+        # num_zeros lowest ranks of a row are zeroed.
+        rank = mx.sum(mx.expand_dims(u, 1) < mx.expand_dims(u, 2), axis=-1)
+        values = mx.random.normal(shape=a.shape, scale=std, loc=mean, dtype=dtype)
+        return mx.where(rank < num_zeros, mx.zeros_like(values), values)
+
+    return initializer
+
+
+def orthogonal(gain: float = 1.0, dtype=mx.float32) -> Callable:
+    """2-D only: (semi-)orthogonal matrix, the Q of a Gaussian matrix's QR (signs
+    so that R has a positive diagonal), times ``gain``."""
+
+    def initializer(a):
+        if a.ndim != 2:
+            raise ValueError(f"[orthogonal] only 2-D arrays are supported, got {a.ndim}-D")
+        rows, cols = a.shape
+        n = max(rows, cols)
+        rmat = mx.random.normal(shape=(n, n))
+        linalg = getattr(mx, "linalg", None)
+        if linalg is not None and hasattr(linalg, "qr"):
+            q, r = linalg.qr(rmat, stream=mx.cpu)
+            q = q * mx.sign(mx.diag(r))
+        else:
+            q = _gram_schmidt(rmat)
+        return (q[:rows, :cols] * gain).astype(dtype)
+
+    return initializer
+
+
+def _gram_schmidt(m):
+    """Q of the QR factorisation of a square matrix (positive diagonal of R),
+    by modified Gram-Schmidt on its columns, twice for accuracy."""
+    cols = []
+    for j in range(m.shape[1]):
+        v = m[:, j]
+        for _ in range(2):
+            for q in cols:
+                v = v - mx.sum(q * v) * q
+        v = v / mx.sqrt(mx.sum(v * v))
+        cols.append(v)
+        mx.eval(v)
+    return mx.stack(cols, axis=1)
