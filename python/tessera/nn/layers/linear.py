@@ -1,0 +1,71 @@
+"""Identity, Linear and Bilinear layers."""
+
+import math
+from typing import Any
+
+import tessera.core as mx
+from tessera.nn.layers.base import Module
+
+
+class Identity(Module):
+    """Returns its input unchanged (arguments are accepted and ignored)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__()
+
+    def __call__(self, x):
+        return x
+
+
+class Linear(Module):
+    r"""``y = x @ weight.T + bias`` with ``weight (out, in)`` and ``bias (out,)``,
+    both drawn from U(±1/sqrt(input_dims))."""
+
+    def __init__(self, input_dims: int, output_dims: int, bias: bool = True) -> None:
+        super().__init__()
+        scale = math.sqrt(1.0 / input_dims)
+        self.weight = mx.random.uniform(low=-scale, high=scale, shape=(output_dims, input_dims))
+        if bias:
+            self.bias = mx.random.uniform(low=-scale, high=scale, shape=(output_dims,))
+
+    def _extra_repr(self) -> str:
+        return (f"input_dims={self.weight.shape[1]}, output_dims={self.weight.shape[0]}, "
+                f"bias={'bias' in self}")
+
+    def __call__(self, x):
+        if "bias" in self:
+            return mx.addmm(self["bias"], x, self["weight"].T)
+        return x @ self["weight"].T
+
+
+class Bilinear(Module):
+    r"""``y_k = x1^T W_k x2 + b_k`` with ``weight (out, in2, in1)``, U(±1/sqrt(in1))."""
+
+    def __init__(self, input1_dims: int, input2_dims: int, output_dims: int,
+                 bias: bool = True) -> None:
+        super().__init__()
+        scale = math.sqrt(1.0 / input1_dims)
+        self.weight = mx.random.uniform(low=-scale, high=scale,
+                                        shape=(output_dims, input2_dims, input1_dims))
+        if bias:
+            self.bias = mx.random.uniform(low=-scale, high=scale, shape=(output_dims,))
+
+    def _extra_repr(self) -> str:
+        out, in2, in1 = self.weight.shape
+        return (f"input1_dims={in1}, input2_dims={in2}, output_dims={out}, "
+                f"bias={'bias' in self}")
+
+    def __call__(self, x1, x2):
+        out, in2, in1 = self.weight.shape
+        xshape = x1.shape[:-1]
+        x1 = mx.reshape(x1, (-1, in1))
+        x2 = mx.reshape(x2, (-1, 1, in2))
+        w = mx.reshape(self.weight, (out * in2, in1))
+        y = x1 @ w.T
+        y = mx.swapaxes(mx.reshape(y, (-1, out, in2)), -2, -1)
+        y = x2 @ y
+        y = mx.squeeze(y, 1)
+        y = mx.reshape(y, tuple(xshape) + (out,))
+        if "bias" in self:
+            y = y + self.bias
+        return y

@@ -1,0 +1,114 @@
+"""Max and average pooling over the spatial dims of ``(N, *spatial, C)`` inputs,
+through strided windows (``mx.as_strided``)."""
+
+import operator
+from itertools import accumulate
+from typing import Optional, Tuple, Union
+
+import tessera.core as mx
+from tessera.nn.layers.base import Module
+
+
+def sliding_windows(x, window_shape, window_strides, window_dilation=None):
+    """View of ``x (N, *spatial, C)`` as ``(N, *out_spatial, *window, C)``."""
+    if x.ndim < 3:
+        raise ValueError(f"[sliding_windows] expected an input of at least 3 dims "
+                         f"(N, *spatial, C) but got shape {x.shape}")
+    spatial_dims = x.shape[1:-1]
+    if not (len(spatial_dims) == len(window_shape) == len(window_strides)):
+        raise ValueError(f"[sliding_windows] the window {window_shape} and strides "
+                         f"{window_strides} do not match the spatial dims {spatial_dims}")
+    dilation = window_dilation or (1,) * len(window_shape)
+    x = mx.contiguous(x)
+    shape = tuple(x.shape)
+    strides = list(reversed(list(accumulate(reversed(shape + (1,)), operator.mul))))[1:]
+    out_spatial = []
+    for size, window, stride, dil in zip(spatial_dims, window_shape, window_strides, dilation):
+        span = (window - 1) * dil + 1
+        if span > size:
+            raise ValueError(f"[sliding_windows] the window (span {span}) is larger than the "
+                             f"input size {size}")
+        out_spatial.append((size - span) // stride + 1)
+    final_shape = (shape[0],) + tuple(out_spatial) + tuple(window_shape) + (shape[-1],)
+    final_strides = (
+        strides[:1]
+        + [og * s for og, s in zip(strides[1:-1], window_strides)]
+        + [og * d for og, d in zip(strides[1:-1], dilation)]
+        + strides[-1:])
+    return mx.as_strided(x, final_shape, final_strides)
+
+
+def _tuple(value, n, name, cls):
+    if isinstance(value, int):
+        return (value,) * n
+    value = tuple(value)
+    if len(value) != n:
+        raise ValueError(f"[{cls}] {name} must be an int or a {n}-tuple but is {value}")
+    return value
+
+
+class _Pool(Module):
+    def __init__(self, pooling_function, kernel_size, stride, padding, padding_value, n):
+        super().__init__()
+        cls = type(self).__name__
+        self._kernel_size = _tuple(kernel_size, n, "kernel_size", cls)
+        self._stride = _tuple(stride if stride is not None else kernel_size, n, "stride", cls)
+        self._padding = _tuple(padding, n, "padding", cls)
+        if any(k <= 0 for k in self._kernel_size):
+            raise ValueError(f"[{cls}] kernel_size must be positive but is {self._kernel_size}")
+        if any(s <= 0 for s in self._stride):
+            raise ValueError(f"[{cls}] stride must be positive but is {self._stride}")
+        if any(p < 0 for p in self._padding):
+            raise ValueError(f"[{cls}] padding must be non-negative but is {self._padding}")
+        self._pooling_function = pooling_function
+        self._padding_value = padding_value
+        self._axes = tuple(range(-n - 1, -1, 1))
+
+    def _extra_repr(self):
+        return (f"kernel_size={self._kernel_size}, stride={self._stride}, "
+                f"padding={self._padding}")
+
+    def __call__(self, x):
+        if any(p > 0 for p in self._padding):
+            pad = [(0, 0)] + [(p, p) for p in self._padding] + [(0, 0)]
+            x = mx.pad(x, pad, constant_values=self._padding_value)
+        x = sliding_windows(x, self._kernel_size, self._stride)
+        return self._pooling_function(x, self._axes)
+
+
+def _max(x, axes):
+    return mx.max(x, axis=axes)
+
+
+def _mean(x, axes):
+    return mx.mean(x, axis=axes)
+
+
+class MaxPool1d(_Pool):
+    def __init__(self, kernel_size: Union[int, Tuple[int]], stride=None, padding=0):
+        super().__init__(_max, kernel_size, stride, padding, -float("inf"), 1)
+
+
+class MaxPool2d(_Pool):
+    def __init__(self, kernel_size: Union[int, Tuple[int, int]], stride=None, padding=0):
+        super().__init__(_max, kernel_size, stride, padding, -float("inf"), 2)
+
+
+class MaxPool3d(_Pool):
+    def __init__(self, kernel_size: Union[int, Tuple[int, int, int]], stride=None, padding=0):
+        super().__init__(_max, kernel_size, stride, padding, -float("inf"), 3)
+
+
+class AvgPool1d(_Pool):
+    def __init__(self, kernel_size: Union[int, Tuple[int]], stride=None, padding=0):
+        super().__init__(_mean, kernel_size, stride, padding, 0, 1)
+
+
+class AvgPool2d(_Pool):
+    def __init__(self, kernel_size: Union[int, Tuple[int, int]], stride=None, padding=0):
+        super().__init__(_mean, kernel_size, stride, padding, 0, 2)
+
+
+class AvgPool3d(_Pool):
+    def __init__(self, kernel_size: Union[int, Tuple[int, int, int]], stride=None, padding=0):
+        super().__init__(_mean, kernel_size, stride, padding, 0, 3)
