@@ -12,6 +12,7 @@
 // Rows run in parallel on the thread pool.
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <stdexcept>
 #include <vector>
@@ -83,48 +84,54 @@ void run_sort(const T* x, void* out, const AxisPlan& p, Sort::Kind kind, int kth
   using K = typename Enc::K;
   const int64_t n = p.n;
   if (p.rows == 0 || n == 0) return;
+  const bool radix = n >= kShortRow && kind != Sort::PartitionValues && kind != Sort::PartitionIndices;
+  const bool with_idx = kind != Sort::Values;
   const int64_t grain = std::max<int64_t>(1, kParallelWork / n);
   parallel_for(p.rows, grain, [&](int64_t rb, int64_t re) {
-    std::vector<K> keys(n), tk;
-    std::vector<uint32_t> idx, ti;
+    // Uninitialized buffers, reused by every row of the chunk.
+    auto keys = std::make_unique_for_overwrite<K[]>(n);
+    auto tk = std::make_unique_for_overwrite<K[]>(radix ? n : 0);
+    auto idx = std::make_unique_for_overwrite<uint32_t[]>(with_idx ? n : 0);
+    auto ti = std::make_unique_for_overwrite<uint32_t[]>(with_idx && radix ? n : 0);
+    K* k = keys.get();
+    uint32_t* ix = idx.get();
     for (int64_t r = rb; r < re; ++r) {
       const T* xr = x + elem_to_loc(r, p.rest_shape, p.in_strides);
       const int64_t yo = elem_to_loc(r, p.rest_shape, p.out_strides);
       const int64_t xs = p.in_stride, ys = p.out_stride;
-      for (int64_t i = 0; i < n; ++i) keys[i] = Enc::encode(xr[i * xs]);
+      for (int64_t i = 0; i < n; ++i) k[i] = Enc::encode(xr[i * xs]);
       if (kind == Sort::Values) {
-        if (n < kShortRow) {
-          std::sort(keys.begin(), keys.end());
+        if (radix) {
+          radix_sort<K>(k, tk.get(), nullptr, nullptr, n);
         } else {
-          tk.resize(n);
-          radix_sort<K>(keys.data(), tk.data(), nullptr, nullptr, n);
+          std::sort(k, k + n);
         }
         T* y = static_cast<T*>(out) + yo;
-        for (int64_t i = 0; i < n; ++i) y[i * ys] = Enc::decode(keys[i]);
+        if (ys == 1) {
+          for (int64_t i = 0; i < n; ++i) y[i] = Enc::decode(k[i]);
+        } else {
+          for (int64_t i = 0; i < n; ++i) y[i * ys] = Enc::decode(k[i]);
+        }
         continue;
       }
-      idx.resize(n);
-      std::iota(idx.begin(), idx.end(), 0u);
+      std::iota(ix, ix + n, 0u);
       if (kind == Sort::Indices) {
-        if (n < kShortRow) {
-          std::stable_sort(idx.begin(), idx.end(),
-                           [&](uint32_t a, uint32_t b) { return keys[a] < keys[b]; });
+        if (radix) {
+          radix_sort<K>(k, tk.get(), ix, ti.get(), n);
         } else {
-          tk.resize(n);
-          ti.resize(n);
-          radix_sort<K>(keys.data(), tk.data(), idx.data(), ti.data(), n);
+          std::stable_sort(ix, ix + n, [&](uint32_t a, uint32_t b) { return k[a] < k[b]; });
         }
       } else {
-        std::nth_element(idx.begin(), idx.begin() + kth, idx.end(), [&](uint32_t a, uint32_t b) {
-          return keys[a] < keys[b] || (keys[a] == keys[b] && a < b);
+        std::nth_element(ix, ix + kth, ix + n, [&](uint32_t a, uint32_t b) {
+          return k[a] < k[b] || (k[a] == k[b] && a < b);
         });
       }
       if (kind == Sort::PartitionValues) {
         T* y = static_cast<T*>(out) + yo;
-        for (int64_t i = 0; i < n; ++i) y[i * ys] = xr[int64_t(idx[i]) * xs];
+        for (int64_t i = 0; i < n; ++i) y[i * ys] = xr[int64_t(ix[i]) * xs];
       } else {
         uint32_t* y = static_cast<uint32_t*>(out) + yo;
-        for (int64_t i = 0; i < n; ++i) y[i * ys] = idx[i];
+        for (int64_t i = 0; i < n; ++i) y[i * ys] = ix[i];
       }
     }
   });
