@@ -31,9 +31,12 @@ constexpr int kThreads = 256;
 constexpr int kItems = 4;
 
 template <typename T>
-using scan_acc_t = std::conditional_t<
-    std::is_integral_v<T> && std::is_signed_v<T> && !std::is_same_v<T, bool>,
-    std::make_unsigned_t<std::conditional_t<std::is_integral_v<T>, T, int>>, dev_compute_t<T>>;
+inline constexpr bool is_signed_int_v =
+    std::is_integral_v<T> && std::is_signed_v<T> && !std::is_same_v<T, bool>;
+template <typename T>
+using scan_acc_t = std::conditional_t<is_signed_int_v<T>,
+                                      std::make_unsigned_t<std::conditional_t<is_signed_int_v<T>, T, int>>,
+                                      dev_compute_t<T>>;
 
 template <typename T_>
 struct SumOp {
