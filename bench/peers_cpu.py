@@ -79,7 +79,7 @@ def main():
     if wanted("sort_f32_1e7"):
         i = np.arange(10_000_000, dtype=np.uint64)
         a = ((i * np.uint64(2654435761)) % np.uint64(2 ** 32)).astype(np.float32) / np.float32(2 ** 32)
-        report("sort_f32_1e7", time_median(lambda: np.sort(a), 5, 1), 1e7, "element")
+        report("sort_f32_1e7", time_median(lambda: np.sort(a), 5, 1), 4e7, "byte")
     if wanted("cumsum_f32_1e7"):
         a = filled((10_000_000,), 0.5)
         report("cumsum_f32_1e7", time_median(lambda: np.cumsum(a)), 2.0 * 4e7, "byte")

@@ -148,6 +148,35 @@ TEST(Sort, OrderedPermutationAndStableProperties) {
   }
 }
 
+TEST(Sort, OneLongRowSortedByAllThreads) {
+  for (Device dev : harness::devices()) {
+    StreamContext ctx(dev);
+    const int n = 300000;
+    std::vector<double> v(n);
+    for (int i = 0; i < n; ++i) v[i] = static_cast<double>((i * 7919LL) % 1001) / 8 - 60;
+    v[17] = kNaN;
+    for (Dtype t : {float32, int32, float64}) {
+      auto vt = v;
+      if (!is_floating_point(t)) {
+        vt[17] = 3;
+        for (auto& e : vt) e = std::round(e);
+      }
+      array x = harness::from_doubles(vt, {n}, t);
+      auto s = harness::to_doubles(sort(x));
+      auto idx = harness::to_doubles(argsort(x));
+      auto want = vt;
+      std::stable_sort(want.begin(), want.end(), before);
+      std::vector<int64_t> widx(n);
+      std::iota(widx.begin(), widx.end(), 0);
+      std::stable_sort(widx.begin(), widx.end(), [&](int64_t a, int64_t b) { return before(vt[a], vt[b]); });
+      for (int i = 0; i < n; ++i) {
+        ASSERT_TRUE(same(s[i], want[i])) << dtype_name(t) << " sort at " << i;
+        ASSERT_EQ(idx[i], double(widx[i])) << dtype_name(t) << " argsort at " << i;
+      }
+    }
+  }
+}
+
 TEST(Sort, PartitionArgpartitionAndTopk) {
   for (Device dev : harness::devices()) {
     StreamContext ctx(dev);

@@ -9,7 +9,8 @@
 //            std::stable_sort for short rows;
 //   partition  std::nth_element over indices, ordered by (key, index), so the
 //            values are a gather through the indices.
-// Rows run in parallel on the thread pool.
+// Rows run in parallel on the thread pool; a single long row is radix sorted
+// by all threads together.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -32,6 +33,7 @@ using namespace cpu;
 
 constexpr int64_t kShortRow = 64;           // rows below this use comparison sorts
 constexpr int64_t kParallelWork = 1 << 14;  // elements per parallel chunk, at least
+constexpr int64_t kLongRow = 1 << 18;       // a single row this long uses every thread
 
 // LSD radix sort of keys[0, n) (with indices idx when idx != nullptr), using
 // tk / ti as scratch of the same size; digits of 11 bits for 32- and 64-bit
@@ -78,6 +80,93 @@ void radix_sort(K* keys, K* tk, uint32_t* idx, uint32_t* ti, int64_t n) {
   }
 }
 
+// The same sort of one long row with every thread of the pool: per pass, each
+// thread counts the digits of its slice, then scatters its slice at offsets
+// that put it after the slices before it (so the sort stays stable).
+template <typename K>
+void parallel_radix_sort(K* keys, K* tk, uint32_t* idx, uint32_t* ti, int64_t n) {
+  constexpr int kBits = sizeof(K) >= 4 ? 11 : 8;
+  constexpr int kRadix = 1 << kBits;
+  constexpr int kPasses = (8 * sizeof(K) + kBits - 1) / kBits;
+  const int chunks = num_threads();
+  std::vector<int64_t> count(int64_t(chunks) * kRadix);
+  K* src = keys;
+  K* dst = tk;
+  uint32_t* isrc = idx;
+  uint32_t* idst = ti;
+  for (int b = 0; b < kPasses; ++b) {
+    const int shift = kBits * b;
+    std::fill(count.begin(), count.end(), 0);
+    parallel_for(chunks, 1, [&](int64_t cb, int64_t ce) {
+      for (int64_t c = cb; c < ce; ++c) {
+        int64_t* h = count.data() + c * kRadix;
+        for (int64_t i = c * n / chunks, e = (c + 1) * n / chunks; i < e; ++i) {
+          ++h[(src[i] >> shift) & (kRadix - 1)];
+        }
+      }
+    });
+    int64_t sum = 0;
+    bool trivial = false;
+    for (int d = 0; d < kRadix; ++d) {
+      int64_t digit_total = 0;
+      for (int c = 0; c < chunks; ++c) {
+        int64_t t = count[int64_t(c) * kRadix + d];
+        count[int64_t(c) * kRadix + d] = sum;
+        sum += t;
+        digit_total += t;
+      }
+      if (digit_total == n) trivial = true;
+    }
+    if (trivial) continue;
+    parallel_for(chunks, 1, [&](int64_t cb, int64_t ce) {
+      for (int64_t c = cb; c < ce; ++c) {
+        int64_t* h = count.data() + c * kRadix;
+        for (int64_t i = c * n / chunks, e = (c + 1) * n / chunks; i < e; ++i) {
+          int64_t pos = h[(src[i] >> shift) & (kRadix - 1)]++;
+          dst[pos] = src[i];
+          if (isrc) idst[pos] = isrc[i];
+        }
+      }
+    });
+    std::swap(src, dst);
+    if (isrc) std::swap(isrc, idst);
+  }
+  if (src != keys) {
+    std::memcpy(keys, src, n * sizeof(K));
+    if (isrc) std::memcpy(idx, isrc, n * sizeof(uint32_t));
+  }
+}
+
+// A single long row sorted by all threads (values or stable indices).
+template <typename T>
+void sort_long_row(const T* x, int64_t xs, void* out, int64_t ys, int64_t n, bool indices) {
+  using Enc = SortKey<T>;
+  using K = typename Enc::K;
+  auto keys = std::make_unique_for_overwrite<K[]>(n);
+  auto tk = std::make_unique_for_overwrite<K[]>(n);
+  std::unique_ptr<uint32_t[]> idx, ti;
+  if (indices) {
+    idx = std::make_unique_for_overwrite<uint32_t[]>(n);
+    ti = std::make_unique_for_overwrite<uint32_t[]>(n);
+  }
+  K* k = keys.get();
+  uint32_t* ix = idx.get();
+  parallel_for(n, kParallelWork, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) k[i] = Enc::encode(x[i * xs]);
+    if (ix) std::iota(ix + b, ix + e, static_cast<uint32_t>(b));
+  });
+  parallel_radix_sort<K>(k, tk.get(), ix, ti.get(), n);
+  parallel_for(n, kParallelWork, [&](int64_t b, int64_t e) {
+    if (indices) {
+      uint32_t* y = static_cast<uint32_t*>(out);
+      for (int64_t i = b; i < e; ++i) y[i * ys] = ix[i];
+    } else {
+      T* y = static_cast<T*>(out);
+      for (int64_t i = b; i < e; ++i) y[i * ys] = Enc::decode(k[i]);
+    }
+  });
+}
+
 template <typename T>
 void run_sort(const T* x, void* out, const AxisPlan& p, Sort::Kind kind, int kth) {
   using Enc = SortKey<T>;
@@ -86,6 +175,11 @@ void run_sort(const T* x, void* out, const AxisPlan& p, Sort::Kind kind, int kth
   if (p.rows == 0 || n == 0) return;
   const bool radix = n >= kShortRow && kind != Sort::PartitionValues && kind != Sort::PartitionIndices;
   const bool with_idx = kind != Sort::Values;
+  if (p.rows == 1 && n >= kLongRow && num_threads() > 1 &&
+      (kind == Sort::Values || kind == Sort::Indices)) {
+    sort_long_row<T>(x, p.in_stride, out, p.out_stride, n, kind == Sort::Indices);
+    return;
+  }
   const int64_t grain = std::max<int64_t>(1, kParallelWork / n);
   parallel_for(p.rows, grain, [&](int64_t rb, int64_t re) {
     // Uninitialized buffers, reused by every row of the chunk.
