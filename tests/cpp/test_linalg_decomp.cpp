@@ -695,3 +695,31 @@ TEST(LinalgDecomp, SingularAndIndefiniteMatricesRaiseAtEval) {
     }
   }
 }
+
+TEST(LinalgDecomp, PinvSatisfiesPenroseConditions) {
+  sweep([](Device d, Dtype t, Layout l, const std::string& ctx) {
+    for (Shape s : std::vector<Shape>{{4, 4}, {2, 5, 3}, {3, 5}}) {
+      const int m = s[s.size() - 2], n = s.back();
+      const int64_t b = batch_of(s);
+      auto av = random_values(shape_size(s), 40);
+      array p = linalg::pinv(harness::with_layout(av, s, t, l), d);
+      Shape ps = s;
+      ps[s.size() - 2] = n;
+      ps.back() = m;
+      EXPECT_EQ(p.shape(), ps) << ctx;
+      auto pv = vals(p);
+      // A P A == A and P A P == P.
+      expect_near(host_matmul(host_matmul(av, pv, b, m, n, m), av, b, m, m, n), av, tol(t) * 10,
+                  ctx + " A P A");
+      expect_near(host_matmul(host_matmul(pv, av, b, n, m, n), pv, b, n, n, m), pv, tol(t) * 10,
+                  ctx + " P A P");
+    }
+    // A rank-1 matrix: pinv of x y^T is y x^T / (|x|^2 |y|^2).
+    std::vector<double> x{1, 2}, y{3, 0, 4};
+    std::vector<double> a, want;
+    for (double xi : x) for (double yj : y) a.push_back(xi * yj);
+    for (double yj : y) for (double xi : x) want.push_back(yj * xi / (5.0 * 25.0));
+    expect_near(vals(linalg::pinv(harness::with_layout(a, {2, 3}, t, l), d)), want, tol(t),
+                ctx + " pinv of rank 1");
+  });
+}
