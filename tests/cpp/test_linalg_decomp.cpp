@@ -723,3 +723,32 @@ TEST(LinalgDecomp, PinvSatisfiesPenroseConditions) {
                 ctx + " pinv of rank 1");
   });
 }
+
+TEST(LinalgDecomp, EveryDeviceMatchesTheCpu) {
+  // Results that the factorization determines uniquely, on each device
+  // against the CPU's (the GPU runs cuSOLVER, the CPU LAPACK).
+  for (auto d : harness::devices()) {
+    for (Dtype t : float_types()) {
+      SCOPED_TRACE(std::string(d == Device::cpu ? "cpu " : "gpu ") + dtype_name(t));
+      Shape s{3, 6, 6};
+      array a = harness::from_doubles(conditioned(s, 50), s, t);
+      array p = harness::from_doubles(spd(s, 51), s, t);
+      array r = harness::from_doubles(random_values(3 * 7 * 4, 52), {3, 7, 4}, t);
+      array b = harness::from_doubles(random_values(3 * 6 * 2, 53), {3, 6, 2}, t);
+      auto both = [&](const std::function<array(Device)>& f, const std::string& what) {
+        expect_near(vals(f(d)), vals(f(Device::cpu)), tol(t) * 10, what);
+      };
+      both([&](Device x) { return linalg::inv(a, x); }, "inv");
+      both([&](Device x) { return linalg::tri_inv(a, true, x); }, "tri_inv");
+      both([&](Device x) { return linalg::solve(a, b, x); }, "solve");
+      both([&](Device x) { return linalg::cholesky(p, false, x); }, "cholesky");
+      both([&](Device x) { return linalg::det(a, x); }, "det");
+      both([&](Device x) { return linalg::lu_factor(a, x).first; }, "lu_factor");
+      both([&](Device x) { return linalg::lu(a, x)[0]; }, "lu permutation");
+      both([&](Device x) { return linalg::eigvalsh(p, "L", x); }, "eigvalsh");
+      both([&](Device x) { return linalg::svd(r, false, x)[0]; }, "singular values");
+      both([&](Device x) { return linalg::svd(swapaxes(r, -1, -2), false, x)[0]; }, "singular values wide");
+      both([&](Device x) { return abs(linalg::qr(r, x).second, x); }, "|R|");
+    }
+  }
+}

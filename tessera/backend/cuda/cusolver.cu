@@ -220,7 +220,7 @@ __global__ void pivots_kernel(const int64_t* ipiv, int64_t batches, int64_t m, i
                               uint32_t* out, uint32_t* rows, bool row_indices) {
   const int64_t b = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (b >= batches) return;
-  const int64_t* p = ipiv + b * k;
+  const int64_t* p = ipiv ? ipiv + b * k : nullptr;
   if (!row_indices) {
     for (int64_t i = 0; i < k; ++i) out[b * k + i] = static_cast<uint32_t>(p[i] - 1);
     return;
@@ -267,7 +267,18 @@ void LUF::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs
   const int64_t m = a.shape(-2), n = a.shape(-1), k = std::min(m, n), batches = batch_count(a);
   void* lu = gpu::allocate_output(outputs[0], s);
   uint32_t* second = second_ == none ? nullptr : gpu::allocate_output<uint32_t>(outputs[1], s);
-  if (a.size() == 0) return;
+  const int threads = 128;
+  const unsigned blocks = static_cast<unsigned>((batches + threads - 1) / threads);
+  if (a.size() == 0) {
+    // No columns (or no rows): the row indices are the identity.
+    if (second_ == row_indices && batches * m > 0) {
+      auto* tmp = static_cast<uint32_t*>(gpu::scratch(batches * m * sizeof(uint32_t), s));
+      pivots_kernel<<<blocks, threads, 0, gpu::cuda_stream(s)>>>(nullptr, batches, m, 0, second,
+                                                                 tmp, true);
+      gpu::check_launch(op);
+    }
+    return;
+  }
   void* rows = dense_copy(a, s, op);
   void* work = gpu::scratch(a.nbytes(), s);
   to_col_major(rows, work, batches, m, n, a.dtype(), s, op);
@@ -282,9 +293,8 @@ void LUF::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs
   auto* tmp = second_ == row_indices
                   ? static_cast<uint32_t*>(gpu::scratch(batches * m * sizeof(uint32_t), s))
                   : nullptr;
-  const int threads = 128;
-  pivots_kernel<<<static_cast<unsigned>((batches + threads - 1) / threads), threads, 0,
-                  gpu::cuda_stream(s)>>>(ipiv, batches, m, k, second, tmp, second_ == row_indices);
+  pivots_kernel<<<blocks, threads, 0, gpu::cuda_stream(s)>>>(ipiv, batches, m, k, second, tmp,
+                                                             second_ == row_indices);
   gpu::check_launch(op);
 }
 
