@@ -695,3 +695,60 @@ TEST(LinalgDecomp, SingularAndIndefiniteMatricesRaiseAtEval) {
     }
   }
 }
+
+TEST(LinalgDecomp, PinvSatisfiesPenroseConditions) {
+  sweep([](Device d, Dtype t, Layout l, const std::string& ctx) {
+    for (Shape s : std::vector<Shape>{{4, 4}, {2, 5, 3}, {3, 5}}) {
+      const int m = s[s.size() - 2], n = s.back();
+      const int64_t b = batch_of(s);
+      auto av = random_values(shape_size(s), 40);
+      array p = linalg::pinv(harness::with_layout(av, s, t, l), d);
+      Shape ps = s;
+      ps[s.size() - 2] = n;
+      ps.back() = m;
+      EXPECT_EQ(p.shape(), ps) << ctx;
+      auto pv = vals(p);
+      // A P A == A and P A P == P.
+      expect_near(host_matmul(host_matmul(av, pv, b, m, n, m), av, b, m, m, n), av, tol(t) * 10,
+                  ctx + " A P A");
+      expect_near(host_matmul(host_matmul(pv, av, b, n, m, n), pv, b, n, n, m), pv, tol(t) * 10,
+                  ctx + " P A P");
+    }
+    // A rank-1 matrix: pinv of x y^T is y x^T / (|x|^2 |y|^2).
+    std::vector<double> x{1, 2}, y{3, 0, 4};
+    std::vector<double> a, want;
+    for (double xi : x) for (double yj : y) a.push_back(xi * yj);
+    for (double yj : y) for (double xi : x) want.push_back(yj * xi / (5.0 * 25.0));
+    expect_near(vals(linalg::pinv(harness::with_layout(a, {2, 3}, t, l), d)), want, tol(t),
+                ctx + " pinv of rank 1");
+  });
+}
+
+TEST(LinalgDecomp, EveryDeviceMatchesTheCpu) {
+  // Results that the factorization determines uniquely, on each device
+  // against the CPU's (the GPU runs cuSOLVER, the CPU LAPACK).
+  for (auto d : harness::devices()) {
+    for (Dtype t : float_types()) {
+      SCOPED_TRACE(std::string(d == Device::cpu ? "cpu " : "gpu ") + dtype_name(t));
+      Shape s{3, 6, 6};
+      array a = harness::from_doubles(conditioned(s, 50), s, t);
+      array p = harness::from_doubles(spd(s, 51), s, t);
+      array r = harness::from_doubles(random_values(3 * 7 * 4, 52), {3, 7, 4}, t);
+      array b = harness::from_doubles(random_values(3 * 6 * 2, 53), {3, 6, 2}, t);
+      auto both = [&](const std::function<array(Device)>& f, const std::string& what) {
+        expect_near(vals(f(d)), vals(f(Device::cpu)), tol(t) * 10, what);
+      };
+      both([&](Device x) { return linalg::inv(a, x); }, "inv");
+      both([&](Device x) { return linalg::tri_inv(a, true, x); }, "tri_inv");
+      both([&](Device x) { return linalg::solve(a, b, x); }, "solve");
+      both([&](Device x) { return linalg::cholesky(p, false, x); }, "cholesky");
+      both([&](Device x) { return linalg::det(a, x); }, "det");
+      both([&](Device x) { return linalg::lu_factor(a, x).first; }, "lu_factor");
+      both([&](Device x) { return linalg::lu(a, x)[0]; }, "lu permutation");
+      both([&](Device x) { return linalg::eigvalsh(p, "L", x); }, "eigvalsh");
+      both([&](Device x) { return linalg::svd(r, false, x)[0]; }, "singular values");
+      both([&](Device x) { return linalg::svd(swapaxes(r, -1, -2), false, x)[0]; }, "singular values wide");
+      both([&](Device x) { return abs(linalg::qr(r, x).second, x); }, "|R|");
+    }
+  }
+}
