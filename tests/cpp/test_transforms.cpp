@@ -315,6 +315,7 @@ TEST(Transforms, EveryPrimitiveHasItsRules) {
   cases.push_back({"concatenate", {concatenate({x, y}, 0)}});
   cases.push_back({"pad", {pad(x, 1)}});
   cases.push_back({"diagonal", {diagonal(x)}});
+  cases.push_back({"random bits", {random::bits({3}, random::key(1))}});
   std::vector<std::string> missing;
   for (auto& [label, outs] : cases) {
     for (auto& m : missing_rules(outs)) missing.push_back(m + " (" + label + ")");

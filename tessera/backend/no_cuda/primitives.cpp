@@ -3,6 +3,7 @@
 #include "tessera/ops/primitives/copy.h"
 #include "tessera/ops/primitives/creation.h"
 #include "tessera/ops/primitives/linalg.h"
+#include "tessera/ops/primitives/random.h"
 #include "tessera/ops/primitives/reduce.h"
 #include "tessera/ops/primitives/shape.h"
 #include "tessera/ops/primitives/unary.h"
@@ -82,6 +83,7 @@ TESSERA_NO_GPU(NotEqual)
 TESSERA_NO_GPU(Pad)
 TESSERA_NO_GPU(Power)
 TESSERA_NO_GPU(Radians)
+TESSERA_NO_GPU(RandomBits)
 TESSERA_NO_GPU(Real)
 TESSERA_NO_GPU(Reciprocal)
 TESSERA_NO_GPU(Reduce)
