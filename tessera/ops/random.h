@@ -36,7 +36,8 @@ template <typename K>
 inline constexpr bool is_key_v = std::is_same_v<K, array> ||
                                  std::is_same_v<K, std::optional<array>> ||
                                  std::is_same_v<K, std::nullopt_t>;
-#define TESSERA_KEY_ONLY template <typename K = std::nullopt_t, std::enable_if_t<is_key_v<K>, int> = 0>
+#define TESSERA_KEY_ONLY \
+  template <typename K = std::nullopt_t, std::enable_if_t<is_key_v<K>, int> = 0>
 
 // The global key of the calling thread (seeded from the clock at first use).
 class KeySequence {
@@ -125,6 +126,7 @@ array randint(T low, U high, const Shape& shape, Dtype dtype = int32,
 // bool samples, true with probability p (a floating array broadcast to shape).
 array bernoulli(const array& p, const Shape& shape, const std::optional<array>& key = std::nullopt,
                 StreamOrDevice s = {});
+// Of p's shape (bernoulli_like is its body: see Note [Key-only overloads]).
 array bernoulli_like(const array& p, const std::optional<array>& key, StreamOrDevice s);
 TESSERA_KEY_ONLY
 array bernoulli(const array& p, const K& key = std::nullopt, StreamOrDevice s = {}) {
@@ -159,6 +161,8 @@ array categorical(const array& logits, int axis, const Shape& shape,
                   const std::optional<array>& key = std::nullopt, StreamOrDevice s = {});
 array categorical(const array& logits_, int axis, int num_samples,
                   const std::optional<array>& key = std::nullopt, StreamOrDevice s = {});
+// Of the logits' shape without axis (categorical_along is its body: see Note
+// [Key-only overloads]).
 array categorical_along(const array& logits, int axis, const std::optional<array>& key,
                         StreamOrDevice s);
 TESSERA_KEY_ONLY
