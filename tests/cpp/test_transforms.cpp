@@ -345,6 +345,7 @@ TEST(Transforms, EveryPrimitiveHasItsRules) {
   cases.push_back({"eigh", [&] { auto [w, e] = linalg::eigh(sq); return std::vector<array>{w, e}; }()});
   cases.push_back({"eig", [&] { auto [w, e] = linalg::eig(sq, Device::cpu); return std::vector<array>{w, e}; }()});
   cases.push_back({"fft", {fft::rfft(x)}});
+  cases.push_back({"random bits", {random::bits({3}, random::key(1))}});
   std::vector<std::string> missing;
   for (auto& [label, outs] : cases) {
     for (auto& m : missing_rules(outs)) missing.push_back(m + " (" + label + ")");

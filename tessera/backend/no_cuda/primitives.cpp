@@ -6,6 +6,7 @@
 #include "tessera/ops/primitives/decompositions.h"
 #include "tessera/ops/primitives/fft.h"
 #include "tessera/ops/primitives/linalg.h"
+#include "tessera/ops/primitives/random.h"
 #include "tessera/ops/primitives/reduce.h"
 #include "tessera/ops/primitives/scan.h"
 #include "tessera/ops/primitives/sort.h"
@@ -88,6 +89,7 @@ TESSERA_NO_GPU(NotEqual)
 TESSERA_NO_GPU(Pad)
 TESSERA_NO_GPU(Power)
 TESSERA_NO_GPU(Radians)
+TESSERA_NO_GPU(RandomBits)
 TESSERA_NO_GPU(Real)
 TESSERA_NO_GPU(Reciprocal)
 TESSERA_NO_GPU(Reduce)
