@@ -63,27 +63,6 @@ array symmetric_uniform(const Shape& shape, const std::optional<array>& key, Str
   return uniform(array(std::nextafter(-1.0f, 0.0f)), array(1.0f), shape, float32, key, s);
 }
 
-// Inclusive prefix sums along the last axis of a 1-D array (log-depth scan).
-array prefix_sum(array x, Stream s) {
-  const int n = x.shape(0);
-  for (int step = 1; step < n; step *= 2) {
-    array shifted = pad(slice(x, {0}, {n - step}, s), {0}, {step}, {0}, array(0.0f), "constant", s);
-    x = add(x, shifted, s);
-  }
-  return x;
-}
-
-// Indices that order the distinct values v (1-D, uint64): element r is the
-// index of the r-th smallest. Ranks come from all pairwise comparisons.
-array order_of_distinct(const array& v, Stream s) {
-  const int n = v.shape(0);
-  array rank = sum(astype(less(reshape(v, {1, n}, s), reshape(v, {n, 1}, s), s), uint32, s), 1,
-                   false, s);
-  array r = arange(0, n, s);
-  return argmax(equal(reshape(rank, {1, n}, s), reshape(astype(r, uint32, s), {n, 1}, s), s), 1,
-                false, s);
-}
-
 // The lower Cholesky factor of symmetric positive semi-definite matrices
 // (..., n, n), column by column (a zero pivot gives a zero column).
 array cholesky_lower(const array& a, Stream s) {
@@ -354,7 +333,7 @@ array categorical_impl(const array& logits, int axis, const Shape& shape,
     array x = astype(logits, float32, s);
     array w = exp(subtract(x, max(x, s), s), s);
     const int k = w.shape(0);
-    array inclusive = prefix_sum(w, s);
+    array inclusive = cumsum(w, 0, false, true, s);
     array cdf = pad(slice(inclusive, {0}, {k - 1}, s), {0}, {1}, {0}, array(0.0f), "constant", s);
     array u = multiply(uniform(shape, float32, key, s), sum(w, s), s);
     array below = less_equal(cdf, expand_dims(u, -1, s), s);
@@ -421,17 +400,14 @@ array categorical_along(const array& logits, int axis, const std::optional<array
 
 // ---- permutation -----------------------------------------------------------------
 //
-// argsort(bits((n,))): the bits with their index appended below them are
-// distinct 64-bit values, whose order is the stable argsort of the bits.
+// The stable argsort of bits((n,)); an array is taken along its axis in that
+// order.
 
 array permutation(int x, const std::optional<array>& key, StreamOrDevice s) {
   if (x < 0) throw_invalid("permutation", "x must be non-negative, got " + std::to_string(x));
   auto stream = to_stream(s);
   if (x == 0) return zeros({0}, uint32, stream);
-  array b = astype(bits({x}, 4, key, stream), uint64, stream);
-  array tagged = bitwise_or(left_shift(b, array(uint64_t{32}), stream),
-                            astype(arange(0, x, stream), uint64, stream), stream);
-  return order_of_distinct(tagged, stream);
+  return argsort(bits({x}, 4, key, stream), 0, stream);
 }
 
 array permutation(const array& x, int axis, const std::optional<array>& key, StreamOrDevice s) {
@@ -443,18 +419,7 @@ array permutation(const array& x, int axis, const std::optional<array>& key, Str
   }
   if (axis < 0) axis += nd;
   auto stream = to_stream(s);
-  const int n = x.shape(axis);
-  array order = astype(permutation(n, key, stream), int32, stream);
-  // x taken along axis in that order: one dynamic slice per position.
-  if (n == 0) return x;
-  Shape one = x.shape();
-  one[axis] = 1;
-  std::vector<array> parts;
-  parts.reserve(n);
-  for (int r = 0; r < n; ++r) {
-    parts.push_back(slice(x, slice(order, {r}, {r + 1}, stream), {axis}, one, stream));
-  }
-  return concatenate(parts, axis, stream);
+  return take(x, permutation(x.shape(axis), key, stream), axis, stream);
 }
 
 }  // namespace tessera::random
