@@ -154,3 +154,10 @@ def test_printoptions():
     mx.set_printoptions(precision=4)
     assert "1.2346" in repr(a)
     mx.set_printoptions(precision=-1)
+
+
+def test_none_and_strings_as_operands_raise_value_error():
+    for call in (lambda: mx.add(None, 1), lambda: mx.exp(None), lambda: mx.array([1]) * None,
+                 lambda: mx.maximum("a", 1)):
+        with pytest.raises(ValueError):
+            call()
