@@ -212,7 +212,12 @@ bool is_python_scalar(nb::handle v) {
 std::optional<array> from_buffer(nb::handle v) {
   if (!PyObject_CheckBuffer(v.ptr()) && !nb::hasattr(v, "__dlpack__")) return std::nullopt;
   nb::ndarray<nb::ro> nd;
-  if (!nb::try_cast(v, nd, false)) return std::nullopt;
+  if (!nb::try_cast(v, nd, false)) {
+    PyErr_Clear();
+    nb::object d = nb::getattr(v, "dtype", nb::none());
+    std::string what = d.is_none() ? std::string("of an unknown kind") : nb::cast<std::string>(nb::str(d));
+    throw std::invalid_argument("[array] cannot import an array of element type " + what);
+  }
   if (nd.device_type() != nb::device::cpu::value) {
     throw std::invalid_argument(
         "[array] only host (CPU) memory can be imported; copy the tensor to the host first");
