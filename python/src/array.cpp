@@ -101,18 +101,17 @@ std::string repr(const array& a) {
 // Binary operators: array-like operands, weak scalars (reference §3.3, §4.5).
 template <typename F>
 auto binary(F f) {
-  return [f](const array& a, nb::handle b) { auto [x, y] = to_arrays(nb::cast(a), b); return f(x, y, StreamOrDevice{}); };
+  return [f](const array& a, nb::handle b) { return f(a, operand_with(a, b), StreamOrDevice{}); };
 }
 template <typename F>
 auto rbinary(F f) {
-  return [f](const array& a, nb::handle b) { auto [y, x] = to_arrays(b, nb::cast(a)); return f(y, x, StreamOrDevice{}); };
+  return [f](const array& a, nb::handle b) { return f(operand_with(a, b), a, StreamOrDevice{}); };
 }
 template <typename F>
 auto inplace(F f) {
   return [f](nb::object self, nb::handle b) {
     array& a = nb::cast<array&>(self);
-    auto [x, y] = to_arrays(self, b);
-    a = f(x, y, StreamOrDevice{});
+    a = f(a, operand_with(a, b), StreamOrDevice{});
     return self;
   };
 }
@@ -130,8 +129,7 @@ template <typename F>
 auto bitwise(F f, const char* op) {
   return [f, op](const array& a, nb::handle b) {
     check_bitwise(a, b, op);
-    auto [x, y] = to_arrays(nb::cast(a), b);
-    return f(x, y, StreamOrDevice{});
+    return f(a, operand_with(a, b), StreamOrDevice{});
   };
 }
 template <typename F>
@@ -139,8 +137,7 @@ auto ibitwise(F f, const char* op) {
   return [f, op](nb::object self, nb::handle b) {
     array& a = nb::cast<array&>(self);
     check_bitwise(a, b, op);
-    auto [x, y] = to_arrays(self, b);
-    a = f(x, y, StreamOrDevice{});
+    a = f(a, operand_with(a, b), StreamOrDevice{});
     return self;
   };
 }
@@ -284,13 +281,11 @@ ArrayClass init_array(nb::module_& m) {
       .def("__rpow__", rbinary(TESSERA_OP(power)), "other"_a.none())
       .def("__ipow__", inplace(TESSERA_OP(power)), "other"_a.none())
       .def("__divmod__", [](const array& a, nb::handle b) {
-        auto [x, y] = to_arrays(nb::cast(a), b);
-        auto r = divmod(x, y);
+        auto r = divmod(a, operand_with(a, b));
         return nb::make_tuple(r[0], r[1]);
       })
       .def("__rdivmod__", [](const array& a, nb::handle b) {
-        auto [y, x] = to_arrays(b, nb::cast(a));
-        auto r = divmod(y, x);
+        auto r = divmod(operand_with(a, b), a);
         return nb::make_tuple(r[0], r[1]);
       })
       .def("__matmul__", [](const array& a, nb::handle b) { return matmul(a, matmul_operand(b)); })
@@ -306,13 +301,11 @@ ArrayClass init_array(nb::module_& m) {
       .def("__ge__", binary(TESSERA_OP(greater_equal)), "other"_a.none())
       .def("__eq__", [](const array& a, nb::handle b) -> nb::object {
         if (!is_array_like(b)) return nb::bool_(false);
-        auto [x, y] = to_arrays(nb::cast(a), b);
-        return nb::cast(equal(x, y));
+        return nb::cast(equal(a, operand_with(a, b)));
       }, "other"_a.none())
       .def("__ne__", [](const array& a, nb::handle b) -> nb::object {
         if (!is_array_like(b)) return nb::bool_(true);
-        auto [x, y] = to_arrays(nb::cast(a), b);
-        return nb::cast(not_equal(x, y));
+        return nb::cast(not_equal(a, operand_with(a, b)));
       }, "other"_a.none())
       .def("__neg__", [](const array& a) {
         if (a.dtype() == bool_) throw std::invalid_argument("[negative] not supported for bool arrays");

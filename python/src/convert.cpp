@@ -308,6 +308,12 @@ std::pair<array, array> to_arrays(nb::handle a, nb::handle b) {
   return {to_array(a), to_array(b)};
 }
 
+array operand_with(const array& a, nb::handle b) {
+  if (nb::isinstance<array>(b)) return nb::cast<const array&>(b);
+  if (is_python_scalar(b)) return scalar_to_array(b, a.dtype());
+  return to_array(b);
+}
+
 std::vector<int> to_vec(const IntOrVec& v) {
   if (auto* i = std::get_if<int>(&v)) return {*i};
   return std::get<std::vector<int>>(v);

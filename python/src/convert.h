@@ -39,6 +39,8 @@ bool is_python_scalar(nb::handle v);
 // Two operands of a binary op: an array and a scalar follow the weak-scalar rule,
 // two scalars convert independently.
 std::pair<array, array> to_arrays(nb::handle a, nb::handle b);
+// The other operand of a binary op whose one operand is the array a.
+array operand_with(const array& a, nb::handle b);
 // True for objects to_array accepts.
 bool is_array_like(nb::handle v);
 
