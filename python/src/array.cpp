@@ -220,33 +220,7 @@ ArrayClass init_array(nb::module_& m) {
       .def("__array__", [](const array& a, nb::handle dtype, nb::handle copy) {
         return to_numpy(a, dtype.is_none() ? std::nullopt : std::optional<nb::handle>(dtype));
       }, "dtype"_a = nb::none(), "copy"_a = nb::none())
-      .def("__dlpack__", [](const array& a, nb::kwargs kw) {
-        if (a.dtype() == bfloat16) {
-          // NumPy's DLPack import lacks bfloat16, other consumers take it.
-        }
-        array x = a;
-        {
-          nb::gil_scoped_release nogil;
-          x.eval();
-        }
-        std::vector<size_t> shape(x.shape().begin(), x.shape().end());
-        auto* keep = new array(x);
-        nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<array*>(p); });
-        nb::object nd = nb::ndarray<nb::array_api>(
-                            x.size() ? keep->mutable_data() : nullptr, x.ndim(), shape.data(),
-                            owner, x.strides().data(),
-                            nb::dlpack::dtype{static_cast<uint8_t>(
-                                                  x.dtype() == bool_ ? nb::dlpack::dtype_code::Bool
-                                                  : is_unsigned(x.dtype()) ? nb::dlpack::dtype_code::UInt
-                                                  : is_signed_integer(x.dtype()) ? nb::dlpack::dtype_code::Int
-                                                  : x.dtype() == bfloat16 ? nb::dlpack::dtype_code::Bfloat
-                                                  : is_complex(x.dtype()) ? nb::dlpack::dtype_code::Complex
-                                                                          : nb::dlpack::dtype_code::Float),
-                                              static_cast<uint8_t>(x.itemsize() * 8), 1})
-                            .cast();
-        kw.clear();
-        return nd.attr("__dlpack__")();
-      })
+      .def("__dlpack__", [](const array& a, nb::kwargs) { return to_dlpack(a); })
       .def("__dlpack_device__", [](const array&) { return nb::make_tuple(1, 0); })
       .def("__getstate__", &pickle_state)
       .def("__setstate__", [](array& self, nb::tuple state) {

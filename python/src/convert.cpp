@@ -432,6 +432,22 @@ nb::object to_numpy(const array& a, std::optional<nb::handle> dtype) {
   return out;
 }
 
+nb::object to_dlpack(const array& a) {
+  array x = a;
+  {
+    nb::gil_scoped_release nogil;
+    x.eval();
+  }
+  std::vector<size_t> shape(x.shape().begin(), x.shape().end());
+  auto* keep = new array(x);
+  nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<array*>(p); });
+  void* data = x.size() ? keep->mutable_data() : nullptr;
+  nb::object nd = nb::ndarray<nb::array_api>(data, x.ndim(), shape.data(), owner,
+                                             x.strides().data(), to_dlpack_dtype(x.dtype()))
+                      .cast();
+  return nd.attr("__dlpack__")();
+}
+
 }  // namespace tessera::python
 
 namespace tessera::python {

@@ -49,6 +49,8 @@ nb::object item(const array& a);
 nb::object tolist(const array& a);
 // A NumPy array sharing the array's memory (bfloat16 becomes float32, a copy).
 nb::object to_numpy(const array& a, std::optional<nb::handle> dtype = std::nullopt);
+// A DLPack capsule over the array's memory (no copy; the capsule keeps it alive).
+nb::object to_dlpack(const array& a);
 // A row-contiguous host copy of an ndarray-like object (NumPy, DLPack, buffer).
 std::optional<array> from_buffer(nb::handle v);
 
