@@ -101,18 +101,17 @@ std::string repr(const array& a) {
 // Binary operators: array-like operands, weak scalars (reference §3.3, §4.5).
 template <typename F>
 auto binary(F f) {
-  return [f](const array& a, nb::handle b) { auto [x, y] = to_arrays(nb::cast(a), b); return f(x, y, StreamOrDevice{}); };
+  return [f](const array& a, nb::handle b) { return f(a, operand_with(a, b), StreamOrDevice{}); };
 }
 template <typename F>
 auto rbinary(F f) {
-  return [f](const array& a, nb::handle b) { auto [y, x] = to_arrays(b, nb::cast(a)); return f(y, x, StreamOrDevice{}); };
+  return [f](const array& a, nb::handle b) { return f(operand_with(a, b), a, StreamOrDevice{}); };
 }
 template <typename F>
 auto inplace(F f) {
   return [f](nb::object self, nb::handle b) {
     array& a = nb::cast<array&>(self);
-    auto [x, y] = to_arrays(self, b);
-    a = f(x, y, StreamOrDevice{});
+    a = f(a, operand_with(a, b), StreamOrDevice{});
     return self;
   };
 }
@@ -130,8 +129,7 @@ template <typename F>
 auto bitwise(F f, const char* op) {
   return [f, op](const array& a, nb::handle b) {
     check_bitwise(a, b, op);
-    auto [x, y] = to_arrays(nb::cast(a), b);
-    return f(x, y, StreamOrDevice{});
+    return f(a, operand_with(a, b), StreamOrDevice{});
   };
 }
 template <typename F>
@@ -139,8 +137,7 @@ auto ibitwise(F f, const char* op) {
   return [f, op](nb::object self, nb::handle b) {
     array& a = nb::cast<array&>(self);
     check_bitwise(a, b, op);
-    auto [x, y] = to_arrays(self, b);
-    a = f(x, y, StreamOrDevice{});
+    a = f(a, operand_with(a, b), StreamOrDevice{});
     return self;
   };
 }
@@ -223,33 +220,7 @@ ArrayClass init_array(nb::module_& m) {
       .def("__array__", [](const array& a, nb::handle dtype, nb::handle copy) {
         return to_numpy(a, dtype.is_none() ? std::nullopt : std::optional<nb::handle>(dtype));
       }, "dtype"_a = nb::none(), "copy"_a = nb::none())
-      .def("__dlpack__", [](const array& a, nb::kwargs kw) {
-        if (a.dtype() == bfloat16) {
-          // NumPy's DLPack import lacks bfloat16, other consumers take it.
-        }
-        array x = a;
-        {
-          nb::gil_scoped_release nogil;
-          x.eval();
-        }
-        std::vector<size_t> shape(x.shape().begin(), x.shape().end());
-        auto* keep = new array(x);
-        nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<array*>(p); });
-        nb::object nd = nb::ndarray<nb::array_api>(
-                            x.size() ? keep->mutable_data() : nullptr, x.ndim(), shape.data(),
-                            owner, x.strides().data(),
-                            nb::dlpack::dtype{static_cast<uint8_t>(
-                                                  x.dtype() == bool_ ? nb::dlpack::dtype_code::Bool
-                                                  : is_unsigned(x.dtype()) ? nb::dlpack::dtype_code::UInt
-                                                  : is_signed_integer(x.dtype()) ? nb::dlpack::dtype_code::Int
-                                                  : x.dtype() == bfloat16 ? nb::dlpack::dtype_code::Bfloat
-                                                  : is_complex(x.dtype()) ? nb::dlpack::dtype_code::Complex
-                                                                          : nb::dlpack::dtype_code::Float),
-                                              static_cast<uint8_t>(x.itemsize() * 8), 1})
-                            .cast();
-        kw.clear();
-        return nd.attr("__dlpack__")();
-      })
+      .def("__dlpack__", [](const array& a, nb::kwargs) { return to_dlpack(a); })
       .def("__dlpack_device__", [](const array&) { return nb::make_tuple(1, 0); })
       .def("__getstate__", &pickle_state)
       .def("__setstate__", [](array& self, nb::tuple state) {
@@ -284,13 +255,11 @@ ArrayClass init_array(nb::module_& m) {
       .def("__rpow__", rbinary(TESSERA_OP(power)), "other"_a.none())
       .def("__ipow__", inplace(TESSERA_OP(power)), "other"_a.none())
       .def("__divmod__", [](const array& a, nb::handle b) {
-        auto [x, y] = to_arrays(nb::cast(a), b);
-        auto r = divmod(x, y);
+        auto r = divmod(a, operand_with(a, b));
         return nb::make_tuple(r[0], r[1]);
       })
       .def("__rdivmod__", [](const array& a, nb::handle b) {
-        auto [y, x] = to_arrays(b, nb::cast(a));
-        auto r = divmod(y, x);
+        auto r = divmod(operand_with(a, b), a);
         return nb::make_tuple(r[0], r[1]);
       })
       .def("__matmul__", [](const array& a, nb::handle b) { return matmul(a, matmul_operand(b)); })
@@ -306,13 +275,11 @@ ArrayClass init_array(nb::module_& m) {
       .def("__ge__", binary(TESSERA_OP(greater_equal)), "other"_a.none())
       .def("__eq__", [](const array& a, nb::handle b) -> nb::object {
         if (!is_array_like(b)) return nb::bool_(false);
-        auto [x, y] = to_arrays(nb::cast(a), b);
-        return nb::cast(equal(x, y));
+        return nb::cast(equal(a, operand_with(a, b)));
       }, "other"_a.none())
       .def("__ne__", [](const array& a, nb::handle b) -> nb::object {
         if (!is_array_like(b)) return nb::bool_(true);
-        auto [x, y] = to_arrays(nb::cast(a), b);
-        return nb::cast(not_equal(x, y));
+        return nb::cast(not_equal(a, operand_with(a, b)));
       }, "other"_a.none())
       .def("__neg__", [](const array& a) {
         if (a.dtype() == bool_) throw std::invalid_argument("[negative] not supported for bool arrays");

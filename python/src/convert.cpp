@@ -212,7 +212,12 @@ bool is_python_scalar(nb::handle v) {
 std::optional<array> from_buffer(nb::handle v) {
   if (!PyObject_CheckBuffer(v.ptr()) && !nb::hasattr(v, "__dlpack__")) return std::nullopt;
   nb::ndarray<nb::ro> nd;
-  if (!nb::try_cast(v, nd, false)) return std::nullopt;
+  if (!nb::try_cast(v, nd, false)) {
+    PyErr_Clear();
+    nb::object d = nb::getattr(v, "dtype", nb::none());
+    std::string what = d.is_none() ? std::string("of an unknown kind") : nb::cast<std::string>(nb::str(d));
+    throw std::invalid_argument("[array] cannot import an array of element type " + what);
+  }
   if (nd.device_type() != nb::device::cpu::value) {
     throw std::invalid_argument(
         "[array] only host (CPU) memory can be imported; copy the tensor to the host first");
@@ -301,6 +306,12 @@ std::pair<array, array> to_arrays(nb::handle a, nb::handle b) {
     return {scalar_to_array(a, y.dtype()), y};
   }
   return {to_array(a), to_array(b)};
+}
+
+array operand_with(const array& a, nb::handle b) {
+  if (nb::isinstance<array>(b)) return nb::cast<const array&>(b);
+  if (is_python_scalar(b)) return scalar_to_array(b, a.dtype());
+  return to_array(b);
 }
 
 std::vector<int> to_vec(const IntOrVec& v) {
@@ -419,6 +430,22 @@ nb::object to_numpy(const array& a, std::optional<nb::handle> dtype) {
   }
   if (dtype && !dtype->is_none()) out = out.attr("astype")(*dtype);
   return out;
+}
+
+nb::object to_dlpack(const array& a) {
+  array x = a;
+  {
+    nb::gil_scoped_release nogil;
+    x.eval();
+  }
+  std::vector<size_t> shape(x.shape().begin(), x.shape().end());
+  auto* keep = new array(x);
+  nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<array*>(p); });
+  void* data = x.size() ? keep->mutable_data() : nullptr;
+  nb::object nd = nb::ndarray<nb::array_api>(data, x.ndim(), shape.data(), owner,
+                                             x.strides().data(), to_dlpack_dtype(x.dtype()))
+                      .cast();
+  return nd.attr("__dlpack__")();
 }
 
 }  // namespace tessera::python

@@ -39,6 +39,8 @@ bool is_python_scalar(nb::handle v);
 // Two operands of a binary op: an array and a scalar follow the weak-scalar rule,
 // two scalars convert independently.
 std::pair<array, array> to_arrays(nb::handle a, nb::handle b);
+// The other operand of a binary op whose one operand is the array a.
+array operand_with(const array& a, nb::handle b);
 // True for objects to_array accepts.
 bool is_array_like(nb::handle v);
 
@@ -47,6 +49,8 @@ nb::object item(const array& a);
 nb::object tolist(const array& a);
 // A NumPy array sharing the array's memory (bfloat16 becomes float32, a copy).
 nb::object to_numpy(const array& a, std::optional<nb::handle> dtype = std::nullopt);
+// A DLPack capsule over the array's memory (no copy; the capsule keeps it alive).
+nb::object to_dlpack(const array& a);
 // A row-contiguous host copy of an ndarray-like object (NumPy, DLPack, buffer).
 std::optional<array> from_buffer(nb::handle v);
 

@@ -35,7 +35,7 @@ void init_elementwise(nb::module_& m, ArrayClass& cls) {
 #undef X
   };
   for (auto [name, f] : unary) {
-    m.def(name, [f](nb::handle a, StreamArg s) { return f(to_array(a), s); }, "a"_a,
+    m.def(name, [f](nb::handle a, StreamArg s) { return f(to_array(a), s); }, "a"_a.none(),
           nb::kw_only(), "stream"_a = nb::none());
     for (const char* meth : unary_methods) {
       if (std::string(meth) == name) {
@@ -67,7 +67,7 @@ void init_elementwise(nb::module_& m, ArrayClass& cls) {
     m.def(name, [f](nb::handle a, nb::handle b, StreamArg s) {
       auto [x, y] = to_arrays(a, b);
       return f(x, y, s);
-    }, "a"_a, "b"_a, nb::kw_only(), "stream"_a = nb::none());
+    }, "a"_a.none(), "b"_a.none(), nb::kw_only(), "stream"_a = nb::none());
   }
   m.def("divmod", [](nb::handle a, nb::handle b, StreamArg s) {
     auto [x, y] = to_arrays(a, b);

@@ -4,6 +4,9 @@
 NB_MODULE(core, m) {
   using namespace tessera::python;
   m.doc() = "Tessera's arrays, ops, devices, streams and transforms (MLX's mlx.core)";
+  // Arrays and functions that live in module globals or in graphs still
+  // referenced at exit are released by the OS; nanobind would list them.
+  nb::set_leak_warnings(false);
   init_dtypes(m);
   init_devices(m);
   ArrayClass cls = init_array(m);

@@ -154,3 +154,22 @@ def test_printoptions():
     mx.set_printoptions(precision=4)
     assert "1.2346" in repr(a)
     mx.set_printoptions(precision=-1)
+
+
+def test_none_and_strings_as_operands_raise_value_error():
+    for call in (lambda: mx.add(None, 1), lambda: mx.exp(None), lambda: mx.array([1]) * None,
+                 lambda: mx.maximum("a", 1)):
+        with pytest.raises(ValueError):
+            call()
+
+
+def test_unsupported_imports_raise():
+    if hasattr(np, "float128"):
+        with pytest.raises(ValueError):
+            mx.array(np.zeros(3, dtype=np.float128))
+    with pytest.raises(ValueError):
+        mx.array(np.array(["a", "b"]))
+    with pytest.raises(ValueError):
+        mx.array(np.zeros(2, dtype=object))
+    assert mx.array(np.float32(1.5)).dtype == mx.float32
+    assert mx.array(np.int16(3)).dtype == mx.int16

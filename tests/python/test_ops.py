@@ -276,3 +276,20 @@ def test_linalg_against_numpy(rng):
     close(mx.tensordot(b, x, axes=([1, 2], [0, 1])), np.tensordot(b, x, axes=([1, 2], [0, 1])), rtol=1e-4)
     with pytest.raises(ValueError):
         mx.matmul(mx.array([[1, 2]]), mx.array([[1], [2]]))
+
+
+@pytest.mark.parametrize("npdtype", [np.int8, np.uint8, np.int16, np.uint32, np.int32, np.int64,
+                                     np.float16, np.float32, np.float64])
+def test_ops_on_every_dtype(npdtype, rng):
+    x = rng.integers(0, 10, (3, 4)).astype(npdtype)
+    y = rng.integers(1, 10, (3, 4)).astype(npdtype)
+    a, b = mx.array(x), mx.array(y)
+    for f, ref in [(mx.add, np.add), (mx.multiply, np.multiply), (mx.maximum, np.maximum),
+                   (mx.minimum, np.minimum), (mx.subtract, np.subtract)]:
+        got = f(a.T, b.T)
+        assert np.array(got).dtype == ref(x, y).dtype
+        np.testing.assert_array_equal(np.array(got), ref(x.T, y.T))
+    np.testing.assert_array_equal(np.array(mx.max(a, axis=0)), x.max(axis=0))
+    np.testing.assert_allclose(np.array(mx.sum(a[::2], axis=1)), x[::2].sum(axis=1), rtol=1e-3)
+    np.testing.assert_array_equal(np.array(mx.abs(a)), np.abs(x))
+    np.testing.assert_array_equal(np.array(mx.equal(a, b)), x == y)
