@@ -80,11 +80,6 @@ Plan& get_plan(int device, cufftType type, const std::vector<long long>& n,
 struct Run {
   long long outer = 1, inner = 1;
   std::vector<long long> dims;
-  long long count() const {
-    long long c = 1;
-    for (auto d : dims) c *= d;
-    return c;
-  }
 };
 
 Run make_run(const Shape& shape, int first, int last) {
@@ -140,6 +135,9 @@ void run_plan(const Run& r, const std::vector<long long>& in_dims,
 // In-place complex transforms of `data` (row-contiguous of `shape`) over axes.
 void c2c_axes(cufftComplex* data, const Shape& shape, std::vector<int> axes, bool inverse,
               const Stream& s) {
+  // A transform of length 1 is the identity.
+  axes.erase(std::remove_if(axes.begin(), axes.end(), [&](int ax) { return shape[ax] == 1; }),
+             axes.end());
   std::sort(axes.begin(), axes.end());
   const int dir = inverse ? CUFFT_INVERSE : CUFFT_FORWARD;
   for (size_t i = 0; i < axes.size();) {
@@ -200,10 +198,16 @@ void FFT::eval_gpu(const std::vector<array>& inputs, array& out) {
     auto* x = static_cast<cufftReal*>(const_cast<void*>(gpu::device_ptr(src, s)));
     auto* y = static_cast<cufftComplex*>(gpu::allocate_output(out, s));
     Run r = make_run(in.shape(), last, last);
-    run_plan(r, {r.dims[0]}, {r.dims[0] / 2 + 1}, CUFFT_R2C, s,
-             [&](cufftHandle h, long long io, long long oo) {
-               TESSERA_CUFFT_CHECK(cufftExecR2C(h, x + io, y + oo));
-             });
+    if (real_n_ == 1) {
+      // One bin: the value itself.
+      Strides st = row_major_strides(in.shape());
+      gpu::copy_gpu(in.shape(), x, float32, st, y, complex64, st, s, "FFT");
+    } else {
+      run_plan(r, {r.dims[0]}, {r.dims[0] / 2 + 1}, CUFFT_R2C, s,
+               [&](cufftHandle h, long long io, long long oo) {
+                 TESSERA_CUFFT_CHECK(cufftExecR2C(h, x + io, y + oo));
+               });
+    }
     c2c_axes(y, out.shape(), others, false, s);
   } else {
     array tmp(in.shape(), complex64, nullptr, {});
@@ -216,9 +220,15 @@ void FFT::eval_gpu(const std::vector<array>& inputs, array& out) {
         x, r.outer, m, r.inner, real_n_ % 2 == 0);
     gpu::check_launch("FFT");
     auto* y = static_cast<cufftReal*>(gpu::allocate_output(out, s));
-    run_plan(r, {m}, {r.dims[0]}, CUFFT_C2R, s, [&](cufftHandle h, long long io, long long oo) {
-      TESSERA_CUFFT_CHECK(cufftExecC2R(h, x + io, y + oo));
-    });
+    if (real_n_ == 1) {
+      // One sample: the real part of the one bin.
+      Strides st = row_major_strides(out.shape());
+      gpu::copy_gpu(out.shape(), x, complex64, st, y, float32, st, s, "FFT");
+    } else {
+      run_plan(r, {m}, {r.dims[0]}, CUFFT_C2R, s, [&](cufftHandle h, long long io, long long oo) {
+        TESSERA_CUFFT_CHECK(cufftExecC2R(h, x + io, y + oo));
+      });
+    }
   }
   if (scale_ != 1.0) {
     const int64_t n = static_cast<int64_t>(out.size()) * (real_ && inverse_ ? 1 : 2);
