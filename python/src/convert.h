@@ -72,6 +72,8 @@ void init_elementwise(nb::module_& m, ArrayClass& cls);
 void init_reduce(nb::module_& m, ArrayClass& cls);
 void init_shape(nb::module_& m, ArrayClass& cls);
 void init_linalg(nb::module_& m, ArrayClass& cls);
+void init_scan(nb::module_& m, ArrayClass& cls);
+void init_sort(nb::module_& m, ArrayClass& cls);
 void init_transforms(nb::module_& m);
 void init_memory(nb::module_& m);
 

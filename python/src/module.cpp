@@ -16,6 +16,8 @@ NB_MODULE(core, m) {
   init_reduce(m, cls);
   init_shape(m, cls);
   init_linalg(m, cls);
+  init_scan(m, cls);
+  init_sort(m, cls);
   init_transforms(m);
   init_memory(m);
 }
