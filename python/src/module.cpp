@@ -18,6 +18,7 @@ NB_MODULE(core, m) {
   init_linalg(m, cls);
   init_scan(m, cls);
   init_sort(m, cls);
+  init_decompositions(m);
   init_transforms(m);
   init_memory(m);
 }
