@@ -22,33 +22,6 @@ import tessera.nn as nn
 import tessera.optimizers as optim
 
 
-def ensure_random(seed):
-    """tessera.core.random is being added to the native module; until it is there,
-    parameters are drawn through NumPy with the same interface."""
-    if hasattr(mx, "random"):
-        mx.random.seed(seed)
-        return
-    rng = np.random.default_rng(seed)
-
-    class NumpyRandom:
-        @staticmethod
-        def uniform(low=0.0, high=1.0, shape=(), dtype=mx.float32, key=None, stream=None):
-            return mx.array(rng.uniform(low, high, size=tuple(shape)).astype(np.float32)).astype(dtype)
-
-        @staticmethod
-        def normal(shape=(), dtype=mx.float32, loc=None, scale=None, key=None, stream=None):
-            v = rng.standard_normal(size=tuple(shape)) * (1.0 if scale is None else scale)
-            return mx.array((v + (0.0 if loc is None else loc)).astype(np.float32)).astype(dtype)
-
-        @staticmethod
-        def bernoulli(p=0.5, shape=None, key=None, stream=None):
-            shape = np.shape(p) if shape is None else tuple(shape)
-            return mx.array(rng.uniform(size=shape) < p)
-
-    print("note: tessera.core.random is not in this build; parameters are drawn with NumPy")
-    mx.random = NumpyRandom()
-
-
 class MLP(nn.Module):
     def __init__(self, in_dims, hidden, out_dims, dropout=0.1):
         super().__init__()
@@ -94,7 +67,7 @@ def main():
     device = mx.gpu if (mx.cuda.is_available() and not args.cpu) else mx.cpu
     mx.set_default_device(device)
     print(f"device: {mx.default_device()}")
-    ensure_random(args.seed)
+    mx.random.seed(args.seed)
 
     digits = load_digits()
     x = (digits.data / 16.0).astype(np.float32)

@@ -75,6 +75,7 @@ void init_linalg(nb::module_& m, ArrayClass& cls);
 void init_scan(nb::module_& m, ArrayClass& cls);
 void init_sort(nb::module_& m, ArrayClass& cls);
 void init_decompositions(nb::module_& m);
+void init_random(nb::module_& m);
 void init_transforms(nb::module_& m);
 void init_memory(nb::module_& m);
 

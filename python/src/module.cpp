@@ -19,6 +19,7 @@ NB_MODULE(core, m) {
   init_scan(m, cls);
   init_sort(m, cls);
   init_decompositions(m);
+  init_random(m);
   init_transforms(m);
   init_memory(m);
 }

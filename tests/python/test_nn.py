@@ -7,7 +7,6 @@ import os
 import numpy as np
 import pytest
 
-import _random_standin  # noqa: F401  (tessera.core.random while the core lacks it)
 import tessera.core as mx
 import tessera.nn as nn
 import tessera.optimizers as optim
