@@ -61,6 +61,9 @@ Shape to_shape(nb::handle v, const char* op);
 
 using ArrayClass = nb::class_<array>;
 
+// a, or a contiguous copy when a gather kernel cannot read it in place.
+array gather_source(const array& a);
+
 // One registration function per family (one .cpp file each); a family binds its
 // module functions and the array methods of the same names.
 void init_dtypes(nb::module_& m);
@@ -76,6 +79,8 @@ void init_scan(nb::module_& m, ArrayClass& cls);
 void init_sort(nb::module_& m, ArrayClass& cls);
 void init_decompositions(nb::module_& m);
 void init_random(nb::module_& m);
+void init_fft(nb::module_& m);
+void init_gather(nb::module_& m, ArrayClass& cls);
 void init_transforms(nb::module_& m);
 void init_memory(nb::module_& m);
 

@@ -20,6 +20,8 @@ NB_MODULE(core, m) {
   init_sort(m, cls);
   init_decompositions(m);
   init_random(m);
+  init_fft(m);
+  init_gather(m, cls);
   init_transforms(m);
   init_memory(m);
 }

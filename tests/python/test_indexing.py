@@ -169,3 +169,47 @@ def test_index_errors():
     assert mx.array(3)[()].item() == 3
     assert mx.array(3)[...].item() == 3
     assert a[np.int64(1)].shape == (3,)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+def test_take_matches_numpy(axis, rng):
+    x = rng.standard_normal((4, 5)).astype(np.float32)
+    idx = rng.integers(-3, 3, size=(2, 3)).astype(np.int32)
+    for a, ref in [(mx.array(x), x), (mx.array(x.T.copy()).T, x), (mx.array(x)[::-1, ::2], x[::-1, ::2])]:
+        np.testing.assert_array_equal(np.array(mx.take(a, mx.array(idx), axis=axis)),
+                                      np.take(ref, idx, axis=axis))
+        np.testing.assert_array_equal(np.array(mx.take(a, 2, axis)), np.take(ref, 2, axis=axis))
+    np.testing.assert_array_equal(np.array(mx.take(mx.array(x), [0, 3, 3])), np.take(x, [0, 3, 3]))
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_take_along_and_put_along_axis(axis, rng):
+    x = rng.standard_normal((4, 5)).astype(np.float32)
+    shape = (12,) if axis is None else ((3, 5) if axis == 0 else (4, 2))
+    hi = x.size if axis is None else x.shape[axis]
+    idx = rng.integers(0, hi, size=shape).astype(np.int32)
+    for a, ref in [(mx.array(x), x), (mx.array(x.T.copy()).T, x)]:
+        np.testing.assert_array_equal(np.array(mx.take_along_axis(a, mx.array(idx), axis=axis)),
+                                      np.take_along_axis(ref, idx, axis=axis))
+    # Distinct positions per line, so the result does not depend on the write order.
+    if axis is None:
+        pidx = rng.permutation(x.size)[:7].astype(np.int32)
+    else:
+        n = x.shape[axis]
+        pidx = np.argsort(rng.random(x.shape), axis=axis)[(slice(None),) * axis + (slice(0, 2),)]
+        pidx = pidx.astype(np.int32)
+    values = rng.standard_normal(pidx.shape).astype(np.float32)
+    want = x.copy()
+    np.put_along_axis(want, pidx, values, axis=axis)
+    got = mx.put_along_axis(mx.array(x), mx.array(pidx), mx.array(values), axis=axis)
+    np.testing.assert_array_equal(np.array(got), want)
+    want = x.copy()
+    np.put_along_axis(want, pidx, 3.0, axis=axis)
+    np.testing.assert_array_equal(np.array(mx.put_along_axis(mx.array(x), mx.array(pidx), 3.0, axis)), want)
+
+
+def test_take_errors():
+    with pytest.raises(ValueError):
+        mx.take(mx.zeros((3,)), mx.array([0]), axis=2)
+    with pytest.raises(ValueError):
+        mx.take(mx.zeros((3,)), mx.array([0.5]))

@@ -1,0 +1,125 @@
+// The submodule tessera.core.fft (reference submodules.md §2), and einsum,
+// einsum_path, kron and the window functions of tessera.core (core.md §8.1, §8.8).
+#include "convert.h"
+
+namespace tessera::python {
+
+namespace {
+
+fft::FFTNorm to_norm(const std::string& norm) {
+  if (norm == "backward") return fft::FFTNorm::Backward;
+  if (norm == "ortho") return fft::FFTNorm::Ortho;
+  if (norm == "forward") return fft::FFTNorm::Forward;
+  throw std::invalid_argument("[fft] norm must be 'backward', 'ortho' or 'forward', got '" + norm +
+                              "'");
+}
+
+using OneD = array (*)(const array&, int, int, fft::FFTNorm, StreamOrDevice);
+using OneDNoN = array (*)(const array&, int, fft::FFTNorm, StreamOrDevice);
+using ND = array (*)(const array&, const Shape&, const std::vector<int>&, fft::FFTNorm,
+                     StreamOrDevice);
+using NDNoN = array (*)(const array&, const std::vector<int>&, fft::FFTNorm, StreamOrDevice);
+using NDAll = array (*)(const array&, fft::FFTNorm, StreamOrDevice);
+
+// s and axes of the n-dimensional transforms: axes=None takes the last len(s)
+// axes, or every axis when s is None too.
+array nd_call(ND with_n, NDNoN without_n, NDAll all, const array& a,
+              const std::optional<std::vector<int>>& s, const std::optional<std::vector<int>>& axes,
+              fft::FFTNorm norm, StreamOrDevice st) {
+  if (!s && !axes) return all(a, norm, st);
+  if (!s) return without_n(a, *axes, norm, st);
+  std::vector<int> ax;
+  if (axes) {
+    ax = *axes;
+  } else {
+    for (int i = static_cast<int>(s->size()); i > 0; --i) ax.push_back(-i);
+  }
+  return with_n(a, Shape(s->begin(), s->end()), ax, norm, st);
+}
+
+std::vector<array> operands_of(const nb::args& operands) {
+  std::vector<array> v;
+  for (nb::handle o : operands) v.push_back(to_array(o));
+  return v;
+}
+
+}  // namespace
+
+void init_fft(nb::module_& parent) {
+  nb::module_ m = parent.def_submodule("fft", "Discrete Fourier transforms");
+  struct OneDEntry { const char* name; OneD with_n; OneDNoN without_n; };
+  std::vector<OneDEntry> oned = {
+      {"fft", static_cast<OneD>(&fft::fft), static_cast<OneDNoN>(&fft::fft)},
+      {"ifft", static_cast<OneD>(&fft::ifft), static_cast<OneDNoN>(&fft::ifft)},
+      {"rfft", static_cast<OneD>(&fft::rfft), static_cast<OneDNoN>(&fft::rfft)},
+      {"irfft", static_cast<OneD>(&fft::irfft), static_cast<OneDNoN>(&fft::irfft)}};
+  for (auto e : oned) {
+    m.def(e.name, [e](nb::handle a, std::optional<int> n, int axis, const std::string& norm,
+                      StreamArg s) {
+      array x = to_array(a);
+      return n ? e.with_n(x, *n, axis, to_norm(norm), s) : e.without_n(x, axis, to_norm(norm), s);
+    }, "a"_a, "n"_a = nb::none(), "axis"_a = -1, "norm"_a = "backward", "stream"_a = nb::none());
+  }
+  struct NDEntry { const char* name; ND with_n; NDNoN without_n; NDAll all; bool two; };
+  std::vector<NDEntry> nd = {
+      {"fft2", static_cast<ND>(&fft::fftn), static_cast<NDNoN>(&fft::fftn), static_cast<NDAll>(&fft::fftn), true},
+      {"ifft2", static_cast<ND>(&fft::ifftn), static_cast<NDNoN>(&fft::ifftn), static_cast<NDAll>(&fft::ifftn), true},
+      {"rfft2", static_cast<ND>(&fft::rfftn), static_cast<NDNoN>(&fft::rfftn), static_cast<NDAll>(&fft::rfftn), true},
+      {"irfft2", static_cast<ND>(&fft::irfftn), static_cast<NDNoN>(&fft::irfftn), static_cast<NDAll>(&fft::irfftn), true},
+      {"fftn", static_cast<ND>(&fft::fftn), static_cast<NDNoN>(&fft::fftn), static_cast<NDAll>(&fft::fftn), false},
+      {"ifftn", static_cast<ND>(&fft::ifftn), static_cast<NDNoN>(&fft::ifftn), static_cast<NDAll>(&fft::ifftn), false},
+      {"rfftn", static_cast<ND>(&fft::rfftn), static_cast<NDNoN>(&fft::rfftn), static_cast<NDAll>(&fft::rfftn), false},
+      {"irfftn", static_cast<ND>(&fft::irfftn), static_cast<NDNoN>(&fft::irfftn), static_cast<NDAll>(&fft::irfftn), false}};
+  for (auto e : nd) {
+    auto f = [e](nb::handle a, const std::optional<std::vector<int>>& s,
+                 const std::optional<std::vector<int>>& axes, const std::string& norm,
+                 StreamArg st) {
+      return nd_call(e.with_n, e.without_n, e.all, to_array(a), s, axes, to_norm(norm), st);
+    };
+    if (e.two) {
+      m.def(e.name, f, "a"_a, "s"_a = nb::none(), "axes"_a.none() = std::vector<int>{-2, -1},
+            "norm"_a = "backward", "stream"_a = nb::none());
+    } else {
+      m.def(e.name, f, "a"_a, "s"_a = nb::none(), "axes"_a = nb::none(), "norm"_a = "backward",
+            "stream"_a = nb::none());
+    }
+  }
+  m.def("fftfreq", [](int n, double d, StreamArg s) { return fft::fftfreq(n, d, s); }, "n"_a,
+        "d"_a = 1.0, "stream"_a = nb::none());
+  m.def("rfftfreq", [](int n, double d, StreamArg s) { return fft::rfftfreq(n, d, s); }, "n"_a,
+        "d"_a = 1.0, "stream"_a = nb::none());
+  m.def("fftshift", [](nb::handle a, const Axes& axes, StreamArg s) {
+    array x = to_array(a);
+    return axes ? fft::fftshift(x, to_vec(*axes), s) : fft::fftshift(x, s);
+  }, "a"_a, "axes"_a = nb::none(), "stream"_a = nb::none());
+  m.def("ifftshift", [](nb::handle a, const Axes& axes, StreamArg s) {
+    array x = to_array(a);
+    return axes ? fft::ifftshift(x, to_vec(*axes), s) : fft::ifftshift(x, s);
+  }, "a"_a, "axes"_a = nb::none(), "stream"_a = nb::none());
+
+  parent.def("einsum", [](const std::string& subscripts, nb::args operands, StreamArg s) {
+    return einsum(subscripts, operands_of(operands), s);
+  }, "subscripts"_a, "operands"_a, nb::kw_only(), "stream"_a = nb::none());
+  parent.def("einsum_path", [](const std::string& subscripts, nb::args operands) {
+    auto [path, report] = einsum_path(subscripts, operands_of(operands));
+    nb::list steps;
+    for (const auto& step : path) {
+      nb::list t;
+      for (int i : step) t.append(i);
+      steps.append(nb::tuple(t));
+    }
+    return nb::make_tuple(steps, report);
+  }, "subscripts"_a, "operands"_a);
+  parent.def("kron", [](nb::handle a, nb::handle b, StreamArg s) {
+    return kron(to_array(a), to_array(b), s);
+  }, "a"_a, "b"_a, nb::kw_only(), "stream"_a = nb::none());
+  std::vector<std::pair<const char*, array (*)(int, StreamOrDevice)>> windows = {
+      {"hanning", &hanning}, {"hamming", &hamming}, {"blackman", &blackman},
+      {"bartlett", &bartlett}};
+  for (auto [name, f] : windows) {
+    parent.def(name, [f](int M, StreamArg s) { return f(M, s); }, "M"_a, nb::kw_only(),
+               "stream"_a = nb::none());
+  }
+}
+
+}  // namespace tessera::python
