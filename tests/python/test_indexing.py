@@ -16,17 +16,54 @@ def slices(n):
 
 
 @st.composite
-def index_expressions(draw, shape):
-    """A tuple of ints, slices, None and at most one Ellipsis valid for shape."""
+def int_arrays(draw, n):
+    """A NumPy int32 index array for an axis of size n: 0-d, 1-D or a column
+    (k, 1), distinct positions, some counted from the end."""
+    form = draw(st.sampled_from(["0d", "1d", "column"]))
+    k = 1 if form == "0d" else draw(st.integers(0, min(n, 3)))
+    pos = draw(st.permutations(range(n)))[:k] if n else []
+    vals = [p - n if draw(st.booleans()) else p for p in pos]
+    if form == "0d":
+        return np.array(vals[0], dtype=np.int32)
+    out = np.array(vals, dtype=np.int32)
+    return out.reshape(-1, 1) if form == "column" else out
+
+
+@st.composite
+def axis_entry(draw, n, empty):
+    """An int, slice, integer array or (not on empty arrays) mask for an axis of size n."""
+    kinds = ["slice"] + (["int", "array"] if n else []) + ([] if empty else ["mask"])
+    kind = draw(st.sampled_from(kinds))
+    if kind == "int":
+        return draw(st.integers(-n, n - 1))
+    if kind == "array":
+        return draw(int_arrays(n))
+    if kind == "mask":
+        return np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
+    return draw(slices(n))
+
+
+@st.composite
+def index_expressions(draw, shape, advanced=False):
+    """A tuple of ints, slices, None and at most one Ellipsis valid for shape;
+    with advanced=True also NumPy integer arrays and 1-D boolean masks."""
+    kinds = ["stop", "int", "slice", "none", "ellipsis"] + (["array", "mask"] if advanced else [])
     entries = []
     axis = 0
     used_ellipsis = False
     while True:
-        kind = draw(st.sampled_from(["stop", "int", "slice", "none", "ellipsis"]))
+        kind = draw(st.sampled_from(kinds))
         if kind == "stop":
             break
         if kind == "none":
             entries.append(None)
+        elif kind == "ellipsis" and advanced:
+            # Entries after the Ellipsis index the trailing axes.
+            entries.append(Ellipsis)
+            t = draw(st.integers(0, len(shape) - axis))
+            for n in shape[len(shape) - t:]:
+                entries.append(draw(axis_entry(n, 0 in shape)))
+            break
         elif kind == "ellipsis":
             if used_ellipsis:
                 continue
@@ -38,6 +75,14 @@ def index_expressions(draw, shape):
                 if n == 0:
                     continue
                 entries.append(draw(st.integers(-n, n - 1)))
+            elif kind == "array":
+                if n == 0:
+                    continue
+                entries.append(draw(int_arrays(n)))
+            elif kind == "mask":
+                if 0 in shape:
+                    continue  # NumPy's checks of masks on empty arrays are irregular
+                entries.append(np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool))
             else:
                 entries.append(draw(slices(n)))
             axis += 1
@@ -54,14 +99,30 @@ def index_expressions(draw, shape):
 
 
 @st.composite
-def array_and_index(draw):
+def array_and_index(draw, advanced=False):
     shape = draw(SHAPES)
-    return shape, draw(index_expressions(shape))
+    return shape, draw(index_expressions(shape, advanced))
+
+
+def to_mx_index(idx):
+    """The same index with NumPy arrays (ndim > 0 or bool) as tessera arrays."""
+    conv = lambda e: mx.array(e) if isinstance(e, np.ndarray) else e
+    return tuple(conv(e) for e in idx) if isinstance(idx, tuple) else conv(idx)
 
 
 @settings(max_examples=400, deadline=None)
 @given(array_and_index(), st.sampled_from(["plain", "transposed", "strided"]))
 def test_getitem_matches_numpy(case, layout):
+    check_getitem(case, layout)
+
+
+@settings(max_examples=400, deadline=None)
+@given(array_and_index(advanced=True), st.sampled_from(["plain", "transposed", "strided"]))
+def test_getitem_with_arrays_and_masks_matches_numpy(case, layout):
+    check_getitem(case, layout)
+
+
+def check_getitem(case, layout):
     shape, idx = case
     if layout == "transposed":
         x = np.arange(int(np.prod(shape)), dtype=np.int32).reshape(shape[::-1])
@@ -77,9 +138,9 @@ def test_getitem_matches_numpy(case, layout):
         # An int past a size-0 axis (the generator places ints before an
         # Ellipsis by position): both must refuse it.
         with pytest.raises((IndexError, ValueError)):
-            a[idx]
+            a[to_mx_index(idx)]
         return
-    got = a[idx]
+    got = a[to_mx_index(idx)]
     assert got.shape == expected.shape
     np.testing.assert_array_equal(np.array(got), expected)
 
@@ -87,6 +148,16 @@ def test_getitem_matches_numpy(case, layout):
 @settings(max_examples=300, deadline=None)
 @given(array_and_index(), st.booleans())
 def test_setitem_matches_numpy(case, scalar):
+    check_setitem(case, scalar)
+
+
+@settings(max_examples=300, deadline=None)
+@given(array_and_index(advanced=True), st.booleans())
+def test_setitem_with_arrays_and_masks_matches_numpy(case, scalar):
+    check_setitem(case, scalar)
+
+
+def check_setitem(case, scalar):
     shape, idx = case
     x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
     a = mx.array(x)
@@ -94,11 +165,11 @@ def test_setitem_matches_numpy(case, scalar):
         target = x[idx]
     except IndexError:
         with pytest.raises((IndexError, ValueError)):
-            a[idx] = 1.0
+            a[to_mx_index(idx)] = 1.0
         return
     value = np.float32(-7.5) if scalar else (np.arange(target.size, dtype=np.float32).reshape(target.shape) + 100)
     x[idx] = value
-    a[idx] = value if scalar else mx.array(value)
+    a[to_mx_index(idx)] = value if scalar else mx.array(value)
     np.testing.assert_array_equal(np.array(a), x)
 
 
@@ -159,11 +230,11 @@ def test_index_errors():
     with pytest.raises(ValueError):
         mx.array(1)[0]
     with pytest.raises(ValueError):
-        a[mx.array([0, 1])]  # integer-array indexing needs gather: a clear error
+        a[mx.array([0.5])]
     with pytest.raises(ValueError):
-        a[[0, 1]]
+        a[mx.array([0, 1]), mx.array([0, 1, 2])]
     with pytest.raises(ValueError):
-        a[a > 0]
+        a[[0], [0], [0]]
     with pytest.raises(ValueError):
         a["x"]
     assert mx.array(3)[()].item() == 3
@@ -213,3 +284,56 @@ def test_take_errors():
         mx.take(mx.zeros((3,)), mx.array([0]), axis=2)
     with pytest.raises(ValueError):
         mx.take(mx.zeros((3,)), mx.array([0.5]))
+
+
+def test_at_with_integer_arrays_accumulates(rng):
+    x = rng.standard_normal((4, 3)).astype(np.float32)
+    idx = np.array([0, 2, 0, 0], dtype=np.int32)
+    v = rng.uniform(0.5, 2, size=(4, 3)).astype(np.float32)
+    a = mx.array(x)
+    want = x.copy()
+    np.add.at(want, idx, v)
+    np.testing.assert_allclose(np.array(a.at[mx.array(idx)].add(mx.array(v))), want, rtol=1e-6)
+    want = x.copy()
+    np.subtract.at(want, idx, v)
+    np.testing.assert_allclose(np.array(a.at[mx.array(idx)].subtract(mx.array(v))), want, rtol=1e-6)
+    want = x.copy()
+    np.multiply.at(want, idx, v)
+    np.testing.assert_allclose(np.array(a.at[mx.array(idx)].multiply(mx.array(v))), want, rtol=1e-6)
+    want = x.copy()
+    np.divide.at(want, idx, v)
+    np.testing.assert_allclose(np.array(a.at[mx.array(idx)].divide(mx.array(v))), want, rtol=1e-5)
+    want = x.copy()
+    np.maximum.at(want, (slice(None), [1, 1, 2]), 0.25)
+    np.testing.assert_array_equal(np.array(a.at[:, [1, 1, 2]].maximum(0.25)), want)
+    want = x.copy()
+    np.minimum.at(want, ([3, 3], 1), -0.5)
+    np.testing.assert_array_equal(np.array(a.T.at[1, [3, 3]].minimum(-0.5)), want.T)
+    np.testing.assert_array_equal(np.array(a), x)  # a itself is untouched
+    counts = mx.zeros((5,), dtype=mx.int32).at[mx.array([1, 1, 4, 1])].add(1)
+    assert counts.tolist() == [0, 3, 0, 0, 1]
+
+
+def test_mask_setitem_one_row_per_true_entry():
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    a = mx.array(x)
+    mask = np.array([True, False, True, True])
+    rows = np.array([[1, 2, 3], [4, 5, 6], [7, 8, 9]], dtype=np.float32)
+    a[mx.array(mask)] = mx.array(rows)
+    x[mask] = rows
+    np.testing.assert_array_equal(np.array(a), x)
+    m2 = x > 5
+    a[mx.array(m2)] = mx.arange(int(m2.sum())).astype(mx.float32)
+    x[m2] = np.arange(m2.sum())
+    np.testing.assert_array_equal(np.array(a), x)
+
+
+def test_getitem_mixed_advanced_placement(rng):
+    x = rng.standard_normal((3, 4, 5, 6)).astype(np.float32)
+    a = mx.array(x)
+    i, j = np.array([[0], [2]]), np.array([1, 3, 3])
+    for idx in [(i, j), (slice(None), i, j), (i, slice(None), j), (Ellipsis, i, j), (i, 1, j),
+                (None, i, None, j), (slice(1, 3), [0, 1], slice(None, None, -2), [5, 0]),
+                (x[:, 0, 0, 0] > 0,), (slice(None), x[0, :, :, 0] > 0)]:
+        got = a[tuple(mx.array(e) if isinstance(e, np.ndarray) else e for e in idx)]
+        np.testing.assert_array_equal(np.array(got), x[idx])
