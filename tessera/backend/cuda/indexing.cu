@@ -147,7 +147,11 @@ __device__ void atomic_cas_combine(T* addr, T v, Scatter::ReduceType r) {
       old = atomicCAS(p, assumed, bits);
     } while (assumed != old);
   } else {
-    // A 1- or 2-byte element inside its aligned 32-bit word.
+    // A 1- or 2-byte element inside its aligned 32-bit word. Device blocks
+    // start 256-byte aligned, so the word never leaves the element's block
+    // (it may reach up to 3 bytes past the last element, into the block's
+    // padding); the other bytes of the word are written back unchanged, and
+    // every write to this output in the kernel is such a compare-and-swap.
     using U = std::conditional_t<sizeof(T) == 1, uint8_t, uint16_t>;
     const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
     unsigned int* word = reinterpret_cast<unsigned int*>(a & ~uintptr_t(3));
