@@ -4,9 +4,13 @@ import math
 from typing import Literal, Optional
 
 import tessera.core as mx
-from tessera.nn.layers import _ops
 
 Reduction = Literal["none", "mean", "sum"]
+
+
+def _take_class(x, indices, axis):
+    """``x`` at the class ``indices`` (``x.ndim - 1`` dims) along ``axis``."""
+    return mx.squeeze(mx.take_along_axis(x, mx.expand_dims(indices, axis), axis=axis), axis)
 
 
 def _reduce(loss, reduction: Reduction = "none"):
@@ -42,7 +46,7 @@ def cross_entropy(logits, targets, weights=None, axis: int = -1,
     if targets_as_probs:
         score = mx.sum(logits * targets, axis=axis)
     else:
-        score = _ops.take_along_last(logits, targets, axis)
+        score = _take_class(logits, targets, axis)
 
     logsumexp_logits = mx.logsumexp(logits, axis=axis)
     if label_smoothing > 0:
@@ -99,7 +103,7 @@ def mse_loss(predictions, targets, reduction: Reduction = "mean"):
 
 def nll_loss(inputs, targets, axis: int = -1, reduction: Reduction = "none"):
     """``-inputs[target]`` for log-probability inputs."""
-    return _reduce(-_ops.take_along_last(inputs, targets, axis), reduction)
+    return _reduce(-_take_class(inputs, targets, axis), reduction)
 
 
 def gaussian_nll_loss(inputs, targets, vars, full: bool = False, eps: float = 1e-6,

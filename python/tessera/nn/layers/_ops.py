@@ -6,32 +6,6 @@ import math
 import tessera.core as mx
 
 
-def one_hot(indices, num_classes, dtype=mx.float32):
-    """``(..., num_classes)`` with 1 at each index, 0 elsewhere."""
-    return (mx.expand_dims(indices, -1) == mx.arange(num_classes)).astype(dtype)
-
-
-def take_rows(weight, indices):
-    """``weight[indices]`` for integer ``indices`` (gather along axis 0)."""
-    if hasattr(mx, "take"):
-        return mx.take(weight, indices, axis=0)
-    flat = mx.reshape(indices, (-1,))
-    rows = one_hot(flat, weight.shape[0], weight.dtype) @ weight
-    return mx.reshape(rows, tuple(indices.shape) + tuple(weight.shape[1:]))
-
-
-def take_along_last(x, indices, axis=-1):
-    """``take_along_axis(x, expand_dims(indices, axis), axis)`` squeezed, for class
-    indices ``indices`` with ``x.ndim - 1`` dims."""
-    axis = axis % x.ndim
-    if hasattr(mx, "take_along_axis"):
-        return mx.squeeze(
-            mx.take_along_axis(x, mx.expand_dims(indices, axis), axis=axis), axis)
-    mask = one_hot(indices, x.shape[axis], x.dtype)
-    mask = mx.moveaxis(mask, -1, axis)
-    return mx.sum(x * mask, axis=axis)
-
-
 def layer_norm(x, weight, bias, eps):
     fast = getattr(mx, "fast", None)
     if fast is not None and hasattr(fast, "layer_norm"):

@@ -3,7 +3,6 @@
 import math
 
 import tessera.core as mx
-from tessera.nn.layers import _ops
 from tessera.nn.layers.base import Module
 
 
@@ -20,7 +19,7 @@ class Embedding(Module):
         return f"{self.weight.shape[0]}, {self.weight.shape[1]}"
 
     def __call__(self, x):
-        return _ops.take_rows(self.weight, x)
+        return self.weight[x]
 
     def as_linear(self, x):
         """Tied output projection ``x @ weight.T``."""
