@@ -6,8 +6,14 @@
     print(b.item())
 """
 
+import sys
+
 from . import core
 from . import _transforms
+
+# The native submodules importable by name too (import tessera.core.linalg).
+for _name in ("cuda", "fft", "linalg", "random"):
+    sys.modules[f"{__name__}.core.{_name}"] = getattr(core, _name)
 
 _transforms.install(core)
 

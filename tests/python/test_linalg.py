@@ -143,3 +143,13 @@ def test_errors():
         la.inv(mx.zeros((2, 3)), stream=mx.cpu)
     with pytest.raises(ValueError):
         la.cross(mx.zeros((4,)), mx.zeros((4,)))
+
+
+def test_submodules_import_by_name():
+    import tessera.core.fft
+    import tessera.core.linalg
+    import tessera.core.random
+    from tessera.core.linalg import norm
+
+    assert tessera.core.linalg is mx.linalg and norm is mx.linalg.norm
+    assert tessera.core.fft is mx.fft and tessera.core.random is mx.random
