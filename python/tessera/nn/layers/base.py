@@ -254,20 +254,22 @@ class Module(dict):
     def update_modules(self, modules: dict, strict: bool = True) -> "Module":
         """Replaces the sub-modules at the locations of ``modules``."""
 
+        def replace(dst, key, new_value, where):
+            # A module replaces a module; containers are walked into.
+            current_value = dst[key]
+            if self.is_module(current_value) and self.is_module(new_value):
+                dst[key] = new_value
+            elif isinstance(current_value, (dict, list)):
+                apply(current_value, new_value, where)
+            elif strict and new_value != {}:
+                raise ValueError(f"[update_modules] received an invalid value for {where!r}")
+
         def apply(dst, src, path=""):
             if isinstance(src, dict):
                 for k in src:
                     where = f"{path}.{k}" if path else str(k)
                     if k in dst:
-                        current_value = dst[k]
-                        new_value = src[k]
-                        if self.is_module(current_value) and self.is_module(new_value):
-                            dst[k] = new_value
-                        elif isinstance(current_value, (dict, list)):
-                            apply(current_value, new_value, where)
-                        elif strict and new_value != {}:
-                            raise ValueError(f"[update_modules] received an invalid value "
-                                             f"for {where!r}")
+                        replace(dst, k, src[k], where)
                     elif strict:
                         raise ValueError(f"[update_modules] module has no sub-module "
                                          f"named {where!r}")
@@ -279,15 +281,7 @@ class Module(dict):
                             raise ValueError(f"[update_modules] index {i} of {path!r} is out "
                                              f"of range for a list of {len(dst)} entries")
                         continue
-                    current_value = dst[i]
-                    new_value = src[i]
-                    if self.is_module(current_value) and self.is_module(new_value):
-                        dst[i] = new_value
-                    elif isinstance(current_value, (dict, list)):
-                        apply(current_value, new_value, where)
-                    elif strict and new_value != {}:
-                        raise ValueError(f"[update_modules] received an invalid value "
-                                         f"for {where!r}")
+                    replace(dst, i, src[i], where)
             elif strict:
                 raise ValueError(f"[update_modules] received an invalid type "
                                  f"{type(src).__name__} at {path!r}")
