@@ -49,10 +49,10 @@ void init_fft(nb::module_& parent) {
   nb::module_ m = parent.def_submodule("fft", "Discrete Fourier transforms");
   struct OneDEntry { const char* name; OneD with_n; OneDNoN without_n; };
   std::vector<OneDEntry> oned = {
-      {"fft", static_cast<OneD>(&fft::fft), static_cast<OneDNoN>(&fft::fft)},
-      {"ifft", static_cast<OneD>(&fft::ifft), static_cast<OneDNoN>(&fft::ifft)},
-      {"rfft", static_cast<OneD>(&fft::rfft), static_cast<OneDNoN>(&fft::rfft)},
-      {"irfft", static_cast<OneD>(&fft::irfft), static_cast<OneDNoN>(&fft::irfft)}};
+      {"fft", &fft::fft, &fft::fft},
+      {"ifft", &fft::ifft, &fft::ifft},
+      {"rfft", &fft::rfft, &fft::rfft},
+      {"irfft", &fft::irfft, &fft::irfft}};
   for (auto e : oned) {
     m.def(e.name, [e](nb::handle a, std::optional<int> n, int axis, const std::string& norm,
                       StreamArg s) {
@@ -62,14 +62,14 @@ void init_fft(nb::module_& parent) {
   }
   struct NDEntry { const char* name; ND with_n; NDNoN without_n; NDAll all; bool two; };
   std::vector<NDEntry> nd = {
-      {"fft2", static_cast<ND>(&fft::fftn), static_cast<NDNoN>(&fft::fftn), static_cast<NDAll>(&fft::fftn), true},
-      {"ifft2", static_cast<ND>(&fft::ifftn), static_cast<NDNoN>(&fft::ifftn), static_cast<NDAll>(&fft::ifftn), true},
-      {"rfft2", static_cast<ND>(&fft::rfftn), static_cast<NDNoN>(&fft::rfftn), static_cast<NDAll>(&fft::rfftn), true},
-      {"irfft2", static_cast<ND>(&fft::irfftn), static_cast<NDNoN>(&fft::irfftn), static_cast<NDAll>(&fft::irfftn), true},
-      {"fftn", static_cast<ND>(&fft::fftn), static_cast<NDNoN>(&fft::fftn), static_cast<NDAll>(&fft::fftn), false},
-      {"ifftn", static_cast<ND>(&fft::ifftn), static_cast<NDNoN>(&fft::ifftn), static_cast<NDAll>(&fft::ifftn), false},
-      {"rfftn", static_cast<ND>(&fft::rfftn), static_cast<NDNoN>(&fft::rfftn), static_cast<NDAll>(&fft::rfftn), false},
-      {"irfftn", static_cast<ND>(&fft::irfftn), static_cast<NDNoN>(&fft::irfftn), static_cast<NDAll>(&fft::irfftn), false}};
+      {"fft2", &fft::fftn, &fft::fftn, &fft::fftn, true},
+      {"ifft2", &fft::ifftn, &fft::ifftn, &fft::ifftn, true},
+      {"rfft2", &fft::rfftn, &fft::rfftn, &fft::rfftn, true},
+      {"irfft2", &fft::irfftn, &fft::irfftn, &fft::irfftn, true},
+      {"fftn", &fft::fftn, &fft::fftn, &fft::fftn, false},
+      {"ifftn", &fft::ifftn, &fft::ifftn, &fft::ifftn, false},
+      {"rfftn", &fft::rfftn, &fft::rfftn, &fft::rfftn, false},
+      {"irfftn", &fft::irfftn, &fft::irfftn, &fft::irfftn, false}};
   for (auto e : nd) {
     auto f = [e](nb::handle a, const std::optional<std::vector<int>>& s,
                  const std::optional<std::vector<int>>& axes, const std::string& norm,

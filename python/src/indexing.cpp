@@ -112,6 +112,10 @@ bool is_array_index(nb::handle e) {
          (PyObject_CheckBuffer(e.ptr()) && !is_int_index(e));
 }
 
+bool contains(const std::vector<int>& axes, int d) {
+  return std::find(axes.begin(), axes.end(), d) != axes.end();
+}
+
 // An index with integer or boolean arrays, resolved against a's shape:
 // `basic` (ints and arrays replaced by full slices, None dropped) selects the
 // region the gather or scatter works on; `indices` (broadcast) index its axes
@@ -170,8 +174,9 @@ std::optional<AdvancedIndex> advanced_index(const array& a, nb::handle idx) {
         es.push_back({'A', e, {x}});
         ++real;
       } else {
-        throw std::invalid_argument("[index] arrays used as indices must be integer or boolean, got " +
-                                    dtype_name(x.dtype()));
+        throw std::invalid_argument(
+            "[index] arrays used as indices must be integer or boolean, got " +
+            dtype_name(x.dtype()));
       }
     } else if (PyBool_Check(e.ptr())) {
       throw std::invalid_argument("[index] boolean indices are not supported for reading");
@@ -257,7 +262,7 @@ std::optional<AdvancedIndex> advanced_index(const array& a, nb::handle idx) {
   // The sizes of the non-indexed axes of the sliced region.
   BasicIndex bi = basic_index(a, r.basic);
   for (int d = 0; d < nd; ++d) {
-    if (std::find(r.axes.begin(), r.axes.end(), d) == r.axes.end()) rest.push_back(bi.result_shape[d]);
+    if (!contains(r.axes, d)) rest.push_back(bi.result_shape[d]);
   }
   size_t next = 0;
   int s_before = 0;
@@ -304,7 +309,7 @@ array advanced_get(const array& a, const AdvancedIndex& ix) {
   // (index dims, region dims with 1s) -> (index dims, remaining dims)
   Shape squeezed(ix.index_shape);
   for (int d = 0; d < static_cast<int>(region.ndim()); ++d) {
-    if (std::find(ix.axes.begin(), ix.axes.end(), d) == ix.axes.end()) squeezed.push_back(sizes[d]);
+    if (!contains(ix.axes, d)) squeezed.push_back(sizes[d]);
   }
   g = reshape(g, squeezed);
   int nb_ = static_cast<int>(ix.index_shape.size());
@@ -325,7 +330,7 @@ array scatter_updates(const array& region, const AdvancedIndex& ix, const array&
   Shape moved;  // out_shape without the None axes, index dims in place
   Shape rest;
   for (int d = 0; d < static_cast<int>(region.ndim()); ++d) {
-    if (std::find(ix.axes.begin(), ix.axes.end(), d) == ix.axes.end()) rest.push_back(region.shape()[d]);
+    if (!contains(ix.axes, d)) rest.push_back(region.shape()[d]);
   }
   for (int i = 0; i < ix.index_position; ++i) moved.push_back(rest[i]);
   moved.insert(moved.end(), ix.index_shape.begin(), ix.index_shape.end());
@@ -335,13 +340,14 @@ array scatter_updates(const array& region, const AdvancedIndex& ix, const array&
     std::vector<int> perm;
     for (int i = 0; i < nb_; ++i) perm.push_back(ix.index_position + i);
     for (int i = 0; i < ix.index_position; ++i) perm.push_back(i);
-    for (int i = ix.index_position + nb_; i < static_cast<int>(moved.size()); ++i) perm.push_back(i);
+    for (int i = ix.index_position + nb_; i < static_cast<int>(moved.size()); ++i) {
+      perm.push_back(i);
+    }
     u = transpose(u, perm);
   }
   Shape full(ix.index_shape);
   for (int d = 0; d < static_cast<int>(region.ndim()); ++d) {
-    bool indexed = std::find(ix.axes.begin(), ix.axes.end(), d) != ix.axes.end();
-    full.push_back(indexed ? 1 : region.shape()[d]);
+    full.push_back(contains(ix.axes, d) ? 1 : region.shape()[d]);
   }
   return reshape(u, full);
 }
