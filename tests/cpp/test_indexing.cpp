@@ -248,6 +248,33 @@ TEST(Indexing, TakeAlongEveryAxis) {
   });
 }
 
+TEST(Indexing, GathersFromViewsWithNegativeStrides) {
+  // a[::-1] and a[:, ::-2] start at their last element: window offsets below
+  // the view's start are negative and still in range.
+  on_devices([](const std::string& dev) {
+    std::vector<double> v(20);
+    for (int i = 0; i < 20; ++i) v[i] = i + 1;
+    array a = from_doubles(v, {4, 5}, float32);
+    array rows = slice(a, {3, 0}, {-5, 5}, {-1, 1});       // rows 3, 2, 1, 0
+    array cols = slice(a, {0, 4}, {4, -6}, {1, -2});       // columns 4, 2, 0
+    array idx = array({0, 2, -1}, int32);
+    auto r = to_doubles(take(rows, idx, 0));  // rows 3, 1, 0 of a
+    std::vector<double> want_r;
+    for (int row : {3, 1, 0}) {
+      for (int c = 0; c < 5; ++c) want_r.push_back(v[row * 5 + c]);
+    }
+    EXPECT_EQ(r, want_r) << dev << " take rows of a[::-1]";
+    auto c = to_doubles(take(cols, array({1, 2}, int32), 1));  // columns 2, 0 of a
+    std::vector<double> want_c;
+    for (int row = 0; row < 4; ++row) {
+      for (int col : {2, 0}) want_c.push_back(v[row * 5 + col]);
+    }
+    EXPECT_EQ(c, want_c) << dev << " take columns of a[:, ::-2]";
+    auto g = to_doubles(take_along_axis(rows, reshape(array({4, 0, 1, 3}, int32), {4, 1}), 1));
+    EXPECT_EQ(g, (std::vector<double>{20, 11, 7, 4})) << dev << " take_along_axis of a[::-1]";
+  });
+}
+
 TEST(Indexing, TakeIndexDtypesAndBroadcastIndices) {
   on_devices([](const std::string& dev) {
     Shape shape{6, 4};

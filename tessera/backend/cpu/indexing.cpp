@@ -3,6 +3,7 @@
 // nothing).
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "tessera/backend/cpu/copy.h"
 #include "tessera/backend/cpu/dispatch.h"
@@ -39,8 +40,12 @@ std::vector<int64_t> window_offsets(const Shape& shape, const Strides& strides) 
   return off;
 }
 
+// Marks an index tuple out of range: a window's offset itself may be negative
+// (a view with a negative stride).
+constexpr int64_t kOutOfRange = std::numeric_limits<int64_t>::min();
+
 // The per-index starts of Gather and Scatter: for index tuple i, the element
-// offset of its window in an array of `strides`, or -1 when out of range.
+// offset of its window in an array of `strides`, or kOutOfRange.
 struct IndexTuples {
   std::vector<const void*> data;
   std::vector<Strides> strides;
@@ -67,7 +72,7 @@ struct IndexTuples {
     for (size_t k = 0; k < data.size(); ++k) {
       int64_t loc = dense ? i : cpu::elem_to_loc(i, shape, strides[k]);
       int64_t v = in_range(static_cast<const I*>(data[k])[loc], extent[k], window[k]);
-      if (v < 0) return -1;
+      if (v < 0) return kOutOfRange;
       base += v * step[k];
     }
     return base;
@@ -136,7 +141,7 @@ void Gather::eval_cpu(const std::vector<array>& inputs, array& out) {
         for (int64_t i = b; i < e; ++i) {
           int64_t base = tuples.template start<I>(i);
           T* o = dst + i * w;
-          if (base < 0) {
+          if (base == kOutOfRange) {
             std::fill(o, o + w, T(0));
           } else {
             for (int64_t j = 0; j < w; ++j) o[j] = src[base + offsets[j]];
@@ -169,7 +174,7 @@ void Scatter::eval_cpu(const std::vector<array>& inputs, array& out) {
       T* dst = out.data<T>();
       for (int64_t i = 0; i < n; ++i) {
         int64_t base = tuples.template start<I>(i);
-        if (base < 0) continue;
+        if (base == kOutOfRange) continue;
         for (int64_t j = 0; j < w; ++j) {
           T& o = dst[base + offsets[j]];
           o = Combine<T>::apply(type, o, u[i * w + j]);

@@ -68,7 +68,11 @@ IndexArgs index_args(const std::vector<array>& idx, const std::vector<int>& axes
   return ix;
 }
 
-// The element offset of index tuple i's window, or -1 when out of range.
+// Marks an index tuple out of range: a window's offset itself may be negative
+// (a view with a negative stride).
+constexpr int64_t kOutOfRange = INT64_MIN;
+
+// The element offset of index tuple i's window, or kOutOfRange.
 template <typename I>
 __device__ int64_t tuple_start(const IndexArgs& ix, int64_t i) {
   int64_t loc[kMaxIndexArrays];
@@ -81,7 +85,7 @@ __device__ int64_t tuple_start(const IndexArgs& ix, int64_t i) {
   for (int k = 0; k < ix.n; ++k) {
     int64_t v = static_cast<int64_t>(static_cast<const I*>(ix.ptr[k])[loc[k]]);
     if (v < 0) v += ix.extent[k];
-    if (v < 0 || v > ix.extent[k] - ix.window[k]) return -1;
+    if (v < 0 || v > ix.extent[k] - ix.window[k]) return kOutOfRange;
     base += v * ix.step[k];
   }
   return base;
@@ -222,7 +226,7 @@ __global__ void gather_kernel(const T* src, T* out, IndexArgs ix, gpu::Dims<1> w
     const int64_t i = o / w, j = o - i * w;
     const int64_t base = tuple_start<I>(ix, i);
     T v{};
-    if (base >= 0) {
+    if (base != kOutOfRange) {
       int64_t off[1];
       gpu::elem_to_loc(j, win, off);
       v = src[base + off[0]];
@@ -239,7 +243,7 @@ __global__ void scatter_kernel(const T* upd, T* out, IndexArgs ix, gpu::Dims<1> 
   TESSERA_GRID_LOOP(u, total) {
     const int64_t i = u / w, j = u - i * w;
     const int64_t base = tuple_start<I>(ix, i);
-    if (base < 0) continue;
+    if (base == kOutOfRange) continue;
     int64_t off[1], uloc[1];
     gpu::elem_to_loc(j, win, off);
     gpu::elem_to_loc(u, udims, uloc);
