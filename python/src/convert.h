@@ -61,9 +61,6 @@ Shape to_shape(nb::handle v, const char* op);
 
 using ArrayClass = nb::class_<array>;
 
-// a, or a contiguous copy when a gather kernel cannot read it in place.
-array gather_source(const array& a);
-
 // One registration function per family (one .cpp file each); a family binds its
 // module functions and the array methods of the same names.
 void init_dtypes(nb::module_& m);

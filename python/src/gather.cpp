@@ -3,17 +3,9 @@
 
 namespace tessera::python {
 
-array gather_source(const array& a) {
-  // The CPU and CUDA gather kernels mark an out-of-range index with a negative
-  // window offset, which a view with a negative stride (a[::-1]) also produces;
-  // strides are known only once the input is evaluated, so the gather reads a
-  // row-contiguous input (no copy when it already is one).
-  return contiguous(a);
-}
-
 void init_gather(nb::module_& m, ArrayClass&) {
   m.def("take", [](nb::handle a, nb::handle indices, std::optional<int> axis, StreamArg s) {
-    array x = gather_source(to_array(a));
+    array x = to_array(a);
     if (PyLong_Check(indices.ptr()) && !PyBool_Check(indices.ptr())) {
       int i = nb::cast<int>(indices);
       return axis ? take(x, i, *axis, s) : take(x, i, s);

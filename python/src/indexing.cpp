@@ -305,7 +305,7 @@ array advanced_get(const array& a, const AdvancedIndex& ix) {
   if (selects_nothing(region, ix)) return zeros(ix.out_shape, a.dtype());
   Shape sizes = region.shape();
   for (int d : ix.axes) sizes[d] = 1;
-  array g = gather(gather_source(region), ix.indices, ix.axes, sizes);
+  array g = gather(region, ix.indices, ix.axes, sizes);
   // (index dims, region dims with 1s) -> (index dims, remaining dims)
   Shape squeezed(ix.index_shape);
   for (int d = 0; d < static_cast<int>(region.ndim()); ++d) {
