@@ -204,20 +204,22 @@ class Module(dict):
     def update(self, parameters: dict, strict: bool = True) -> "Module":
         """Replaces the arrays at the (possibly partial) locations of ``parameters``."""
 
+        def replace(dst, key, new_value, where):
+            # An array replaces an array; containers are walked into.
+            current_value = dst[key]
+            if isinstance(current_value, mx.array):
+                if strict and not isinstance(new_value, mx.array):
+                    raise ValueError(f"[update] received a non-array value for {where!r}")
+                dst[key] = new_value
+            else:
+                apply(current_value, new_value, where)
+
         def apply(dst, src, path=""):
             if isinstance(src, dict):
                 for k in src:
                     where = f"{path}.{k}" if path else str(k)
                     if k in dst:
-                        current_value = dst[k]
-                        new_value = src[k]
-                        if isinstance(current_value, mx.array):
-                            if strict and not isinstance(new_value, mx.array):
-                                raise ValueError(
-                                    f"[update] received a non-array value for {where!r}")
-                            dst[k] = new_value
-                        else:
-                            apply(current_value, new_value, where)
+                        replace(dst, k, src[k], where)
                     elif strict:
                         raise ValueError(f"[update] module has no parameter named {where!r}")
             elif isinstance(src, list):
@@ -228,15 +230,7 @@ class Module(dict):
                             raise ValueError(f"[update] index {i} of {path!r} is out of range "
                                              f"for a list of {len(dst)} entries")
                         continue
-                    current_value = dst[i]
-                    new_value = src[i]
-                    if isinstance(current_value, mx.array):
-                        if strict and not isinstance(new_value, mx.array):
-                            raise ValueError(
-                                f"[update] received a non-array value for {where!r}")
-                        dst[i] = new_value
-                    else:
-                        apply(current_value, new_value, where)
+                    replace(dst, i, src[i], where)
             elif strict:
                 raise ValueError(f"[update] received an invalid type {type(src).__name__} "
                                  f"at {path!r}")
