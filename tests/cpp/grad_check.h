@@ -8,7 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -124,9 +126,19 @@ inline void check_derivatives(const std::string& name, const VecFn& f,
       << name << ": <c, jvp(t)> = " << lhs << " but <vjp(c), t> = " << rhs;
 }
 
-// vmap(f, in_axes)(inputs) == stack of f on each batch element, along out axis 0.
+// The distance in units in the last place between two doubles.
+inline double ulps_apart(double a, double b) {
+  if (a == b) return 0;
+  return std::abs(a - b) / std::max(std::nextafter(std::abs(a), INFINITY) - std::abs(a),
+                                     std::numeric_limits<double>::denorm_min());
+}
+
+// vmap(f, in_axes)(inputs) == stack of f on each batch element, along out axis 0:
+// exactly, or within `ulps` units in the last place where the batched and the
+// looped op may add in different orders (a GPU reduction picks its order from
+// the layout).
 inline void check_vmap(const std::string& name, const VecFn& f, const std::vector<array>& inputs,
-                       const std::vector<int>& in_axes) {
+                       const std::vector<int>& in_axes, double ulps = 0) {
   auto got = vmap(f, in_axes)(inputs);
   int n = -1;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -158,7 +170,8 @@ inline void check_vmap(const std::string& name, const VecFn& f, const std::vecto
     auto g = values(got[o]), w = values(want);
     int failures = 0;
     for (size_t j = 0; j < w.size() && failures < 3; ++j) {
-      bool same = g[j] == w[j] || (std::isnan(g[j]) && std::isnan(w[j]));
+      bool same = g[j] == w[j] || (std::isnan(g[j]) && std::isnan(w[j])) ||
+                  (ulps > 0 && ulps_apart(g[j], w[j]) <= ulps);
       if (!same) {
         ADD_FAILURE() << name << ": vmap output " << o << " element " << j << " is " << g[j]
                       << ", the loop gives " << w[j];
@@ -177,10 +190,10 @@ inline void check_on_devices(const std::string& name, const std::function<array(
 // vmap of f over axis 0 of a (B, ...) input and over axis `inner` of the same
 // data with the batch axis moved there.
 inline void check_vmap_axes(const std::string& name, const std::function<array(const array&)>& f,
-                            const array& batched, int inner) {
-  check_vmap(name + " (batch axis 0)", lift(f), {batched}, {0});
+                            const array& batched, int inner, double ulps = 0) {
+  check_vmap(name + " (batch axis 0)", lift(f), {batched}, {0}, ulps);
   check_vmap(name + " (batch axis " + std::to_string(inner) + ")", lift(f),
-             {moveaxis(batched, 0, inner)}, {inner});
+             {moveaxis(batched, 0, inner)}, {inner}, ulps);
 }
 
 }  // namespace grad_check

@@ -195,10 +195,12 @@ TEST(GradReduce, test_logsumexp_derivatives_and_vmap) {
   check_on_devices("logsumexp axis 1", [](const array& a) { return logsumexp(a, 1); }, x);
   check_on_devices("logsumexp axes (0,2) keepdims",
                    [](const array& a) { return logsumexp(a, {0, 2}, true); }, x);
+  // The exp terms are not integers: on the GPU the batched and the looped
+  // reductions read different layouts and so add them in different orders.
   array b = integers_f64({3, 4, 5}, 13);
-  check_vmap_axes("logsumexp", [](const array& a) { return logsumexp(a, -1); }, b, 1);
+  check_vmap_axes("logsumexp", [](const array& a) { return logsumexp(a, -1); }, b, 1, 4);
   check_vmap_axes("logsumexp keepdims", [](const array& a) { return logsumexp(a, 0, true); }, b,
-                  2);
+                  2, 4);
 }
 
 TEST(GradReduce, test_softmax_derivatives_and_vmap) {

@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -92,16 +93,22 @@ Run make_run(const Shape& shape, int first, int last) {
 
 // Runs one plan over the whole run: `in_dims` / `out_dims` are the embedded
 // extents of the input and output (they differ on the last axis of real
-// transforms). exec(plan, in_offset, out_offset) in elements.
+// transforms). exec(plan, in_offset, out_offset) in elements. Consecutive outer
+// blocks lie `in_block` / `out_block` elements apart (0: packed). Real data
+// must start 8-byte aligned for cuFFT, so real transforms never step through
+// inner offsets (`real`): they batch over inner and loop over outer blocks,
+// which the caller lays out at even offsets.
 template <typename Exec>
 void run_plan(const Run& r, const std::vector<long long>& in_dims,
               const std::vector<long long>& out_dims, cufftType type, const Stream& s,
-              Exec&& exec) {
+              Exec&& exec, bool real = false, long long in_block = 0, long long out_block = 0) {
   long long in_count = 1, out_count = 1;
   for (auto d : in_dims) in_count *= d;
   for (auto d : out_dims) out_count *= d;
-  const bool over_inner = r.inner > 1 && r.outer >= r.inner;  // loop over inner offsets
-  const bool one_call = r.inner == 1;
+  if (in_block == 0) in_block = in_count * r.inner;
+  if (out_block == 0) out_block = out_count * r.inner;
+  const bool one_call = r.inner == 1 && in_block == in_count && out_block == out_count;
+  const bool over_inner = !one_call && !real && r.inner > 1 && r.outer >= r.inner;
   long long idist, odist, batch, loops;
   if (one_call) {
     idist = in_count, odist = out_count, batch = r.outer, loops = 1;
@@ -125,11 +132,18 @@ void run_plan(const Run& r, const std::vector<long long>& in_dims,
     } else if (over_inner) {
       in_off = out_off = i;
     } else {
-      in_off = i * in_count * r.inner;
-      out_off = i * out_count * r.inner;
+      in_off = i * in_block;
+      out_off = i * out_block;
     }
     exec(plan.handle, in_off, out_off);
   }
+}
+
+// The distance between outer blocks of real data of `block` elements, so that
+// every block starts 8-byte aligned: `block` rounded up to even when a loop
+// steps through blocks.
+long long real_block(const Run& r, long long block) {
+  return r.inner > 1 && r.outer > 1 ? block + block % 2 : block;
 }
 
 // In-place complex transforms of `data` (row-contiguous of `shape`) over axes.
@@ -203,10 +217,23 @@ void FFT::eval_gpu(const std::vector<array>& inputs, array& out) {
       Strides st = row_major_strides(in.shape());
       gpu::copy_gpu(in.shape(), x, float32, st, y, complex64, st, s, "FFT");
     } else {
-      run_plan(r, {r.dims[0]}, {r.dims[0] / 2 + 1}, CUFFT_R2C, s,
+      const long long n = r.dims[0], block = n * r.inner, padded = real_block(r, block);
+      std::optional<array> aligned;
+      if (padded != block || reinterpret_cast<uintptr_t>(x) % sizeof(cufftComplex) != 0) {
+        // A view at an odd offset, or blocks of odd length: copy to even offsets.
+        aligned.emplace(Shape{static_cast<ShapeElem>(r.outer * padded)}, float32, nullptr,
+                        std::vector<array>{});
+        auto* t = static_cast<cufftReal*>(gpu::allocate_output(*aligned, s));
+        Shape shape{static_cast<ShapeElem>(r.outer), static_cast<ShapeElem>(n),
+                    static_cast<ShapeElem>(r.inner)};
+        gpu::copy_gpu(shape, x, float32, Strides{block, r.inner, 1}, t, float32,
+                      Strides{padded, r.inner, 1}, s, "FFT");
+        x = t;
+      }
+      run_plan(r, {n}, {n / 2 + 1}, CUFFT_R2C, s,
                [&](cufftHandle h, long long io, long long oo) {
                  TESSERA_CUFFT_CHECK(cufftExecR2C(h, x + io, y + oo));
-               });
+               }, true, padded, 0);
     }
     c2c_axes(y, out.shape(), others, false, s);
   } else {
@@ -225,9 +252,24 @@ void FFT::eval_gpu(const std::vector<array>& inputs, array& out) {
       Strides st = row_major_strides(out.shape());
       gpu::copy_gpu(out.shape(), x, complex64, st, y, float32, st, s, "FFT");
     } else {
-      run_plan(r, {m}, {r.dims[0]}, CUFFT_C2R, s, [&](cufftHandle h, long long io, long long oo) {
-        TESSERA_CUFFT_CHECK(cufftExecC2R(h, x + io, y + oo));
-      });
+      const long long n = r.dims[0], block = n * r.inner, padded = real_block(r, block);
+      std::optional<array> aligned;
+      cufftReal* t = y;
+      if (padded != block) {
+        // Blocks of odd length: transform to even offsets, then copy them out.
+        aligned.emplace(Shape{static_cast<ShapeElem>(r.outer * padded)}, float32, nullptr,
+                        std::vector<array>{});
+        t = static_cast<cufftReal*>(gpu::allocate_output(*aligned, s));
+      }
+      run_plan(r, {m}, {n}, CUFFT_C2R, s, [&](cufftHandle h, long long io, long long oo) {
+        TESSERA_CUFFT_CHECK(cufftExecC2R(h, x + io, t + oo));
+      }, true, 0, padded);
+      if (t != y) {
+        Shape shape{static_cast<ShapeElem>(r.outer), static_cast<ShapeElem>(n),
+                    static_cast<ShapeElem>(r.inner)};
+        gpu::copy_gpu(shape, t, float32, Strides{padded, r.inner, 1}, y, float32,
+                      Strides{block, r.inner, 1}, s, "FFT");
+      }
     }
   }
   if (scale_ != 1.0) {
