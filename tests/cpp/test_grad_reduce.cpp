@@ -64,6 +64,24 @@ TEST(GradReduce, test_prod_derivatives_with_and_without_zeros) {
   check_on_devices("prod with zeros", [](const array& a) { return prod(a, 1); }, z);
   EXPECT_EQ(vjp_of([](const array& a) { return prod(a, 1); }, z),
             (std::vector<double>{12, 8, 6, 0, 15, 0, 0, 0, 0}));
+  // The gradient is multilinear too, so its own derivatives (the second
+  // derivatives of prod) are checked the same way, on rows with no, one, two
+  // and three zeros.
+  array z2({2.0, 3.0, 4.0, 5.0, 0.0, 3.0, 0.0, 2.0, 0.0, 0.0, 0.0, 0.0}, {4, 3}, float64);
+  grad_check::on_each_device([&] {
+    check_derivatives("gradient of prod with zeros", [](const std::vector<array>& x) {
+      auto f = [](const array& a) { return prod(a, 1); };
+      return std::vector<array>{vjp(f, x[0], ones_like(f(x[0]))).second};
+    }, {z2});
+  });
+  // By hand: row (5, 0, 3) has d2/dx0 dx1 = 3, d2/dx1 dx2 = 5, d2/dx0 dx2 = 0.
+  auto row_grad = [](const array& a) { return vjp([](const array& b) { return prod(b); }, a,
+                                                   array(1.0, float64)).second; };
+  array r({5.0, 0.0, 3.0}, {3}, float64);
+  auto [g, h0] = jvp(row_grad, r, array({1.0, 0.0, 0.0}, {3}, float64));
+  EXPECT_EQ(values(h0), (std::vector<double>{0, 3, 0}));
+  auto [g1, h1] = jvp(row_grad, r, array({0.0, 1.0, 0.0}, {3}, float64));
+  EXPECT_EQ(values(h1), (std::vector<double>{3, 0, 5}));
 }
 
 TEST(GradReduce, test_max_min_derivatives_and_ties) {

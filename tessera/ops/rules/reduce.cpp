@@ -63,18 +63,23 @@ array reduce_like(Reduce::ReduceType type, const array& x, const std::vector<int
 }
 
 // d prod(x) / d x_i: the product of the other elements of x_i's group (keepdims
-// axes), exact where the group holds zeros: with one zero, the zero's entry is
-// the product of the rest and the others are 0; with two or more, all are 0.
+// axes), written so that its own derivatives are exact where the group holds
+// zeros: (product of the nonzero elements but x_i) times (product of the zeros
+// but x_i). The second factor is 1 or 0 in value, but carries the derivative
+// of the zeros: with one zero z it is z for the other elements; with two, the
+// other zero for each of them (the sum of the zeros minus x_i).
 array prod_of_others(const array& x, const std::vector<int>& axes, Stream s) {
   array zero = equal(x, scalar_like(0, x), s);
-  array safe = where(zero, scalar_like(1, x), x, s);
-  array nonzero_prod = prod(safe, axes, true, s);
-  array zeros_in_group = sum(zero, axes, true, s);
-  array none = equal(zeros_in_group, array(0, zeros_in_group.dtype()), s);
-  array one = equal(zeros_in_group, array(1, zeros_in_group.dtype()), s);
-  array zero_x = scalar_like(0, x);
-  return where(zero, where(one, nonzero_prod, zero_x, s),
-               where(none, divide(nonzero_prod, safe, s), zero_x, s), s);
+  array one_x = scalar_like(1, x), zero_x = scalar_like(0, x);
+  array safe = where(zero, one_x, x, s);
+  array nonzero_but_self = divide(prod(safe, axes, true, s), safe, s);
+  array count = sum(zero, axes, true, s);
+  auto count_is = [&](int n) { return equal(count, array(n, count.dtype()), s); };
+  array zeros_sum = sum(where(zero, x, zero_x, s), axes, true, s);
+  array zeros_prod = where(count_is(0), one_x, where(count_is(1), zeros_sum, zero_x, s), s);
+  array zeros_prod_but_self =
+      where(count_is(1), one_x, where(count_is(2), subtract(zeros_sum, x, s), zero_x, s), s);
+  return multiply(nonzero_but_self, where(zero, zeros_prod_but_self, zeros_prod, s), s);
 }
 
 // Max / min: 1 / (number of ties) at the positions equal to the result, 0
