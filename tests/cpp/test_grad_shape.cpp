@@ -86,6 +86,12 @@ TEST(GradShape, test_dynamic_slice) {
     check_vmap("dynamic slice start batched", f, {random_f64({2, 6}, 20), starts}, {-1, 0});
     check_vmap("dynamic slice both batched", f,
                {random_f64({2, 3, 6}, 21), transpose(starts)}, {1, 1});
+    // Starts past either end are clamped per batch element; two sliced axes.
+    check_vmap("dynamic slice start batched and clamped", f,
+               {random_f64({2, 6}, 22), ints({5, -2, -9}, {3, 1})}, {-1, 0});
+    auto g = vec([](const std::vector<array>& x) { return slice(x[0], x[1], {0, 1}, {2, 3}); });
+    check_vmap("dynamic slice start batched on two axes", g,
+               {random_f64({3, 5, 6}, 23), ints({1, 2, 4, 0, -1, 9}, {3, 2})}, {0, 0});
   });
 }
 
@@ -162,6 +168,20 @@ TEST(GradShape, test_dynamic_slice_update) {
     check_vmap("dynamic slice_update all batched", f,
                {random_f64({4, 6, 3}, 49), random_f64({3, 4, 2}, 50), transpose(starts)},
                {2, 0, 1});
+    // Starts past either end are clamped per batch element; two sliced axes;
+    // an update shorter than src on an axis without a start.
+    check_vmap("dynamic slice_update start batched and clamped", f,
+               {random_f64({4, 6}, 51), random_f64({4, 2}, 52), ints({5, -1, -9}, {3, 1})},
+               {-1, -1, 0});
+    auto g = vec([](const std::vector<array>& x) {
+      return slice_update(x[0], x[1], x[2], {0, 1});
+    });
+    check_vmap("dynamic slice_update start batched on two axes", g,
+               {random_f64({5, 6}, 53), random_f64({3, 2, 3}, 54),
+                ints({1, 2, 4, 0, -1, 9}, {3, 2})}, {-1, 0, 0});
+    check_vmap("dynamic slice_update shorter update", f,
+               {random_f64({4, 6}, 55), random_f64({2, 2}, 56), ints({3, 0, 4}, {3, 1})},
+               {-1, -1, 0});
   });
 }
 

@@ -8,6 +8,7 @@
 // indices (DynamicSlice, DynamicSliceUpdate) get zero cotangents.
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 
 #include "tessera/ops/ops.h"
@@ -52,26 +53,25 @@ array batch_first(const array& x, int ax, int n, Stream s) {
   return broadcast_to(expand_dims(x, 0, s), inserted(x.shape(), 0, n), s);
 }
 
-// vmap by a loop over the batch: f on each batch element of the inputs
-// (unbatched inputs are passed whole), stacked along axis 0. For primitives
-// whose parameters differ per batch element (batched start indices).
-std::pair<std::vector<array>, std::vector<int>> vmap_by_loop(
-    const std::vector<array>& inputs, const std::vector<int>& axes,
-    const std::function<array(const std::vector<array>&)>& f, Stream s) {
-  int n = batch_size(inputs, axes);
-  std::vector<std::vector<array>> parts(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (axes[i] >= 0) parts[i] = unstack(inputs[i], axes[i], s);
-  }
-  std::vector<array> outs;
-  for (int b = 0; b < n; ++b) {
-    std::vector<array> args;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      args.push_back(axes[i] >= 0 ? parts[i][b] : inputs[i]);
-    }
-    outs.push_back(f(args));
-  }
-  return {{stack(outs, 0, s)}, {0}};
+// The window starts of each batch element on axis `ax` (of the unbatched
+// shape) of a batch-first array x: the k-th column of the batched starts
+// (n, k), counted from the end when negative and clamped so that a window of
+// `size` fits, as the kernels do. Shaped (n, 1, ..., 1) to broadcast over x.
+array window_starts(const array& starts, int k, int ax, int size, const array& x, Stream s) {
+  const int extent = x.shape(ax + 1);
+  array st = astype(take(starts, k, 1, s), int64, s);
+  st = where(less(st, array(0, int64), s), add(st, array(extent, int64), s), st, s);
+  st = clip(st, array(0, int64), array(std::max(extent - size, 0), int64), s);
+  Shape column(x.ndim(), 1);
+  column[0] = starts.shape(0);
+  return reshape(st, column, s);
+}
+
+// 0, 1, ..., n - 1 along axis ax + 1 of an array of rank ndim (1 elsewhere).
+array positions(int n, int ax, int ndim, Stream s) {
+  Shape row(ndim, 1);
+  row[ax + 1] = n;
+  return reshape(arange(0, n, 1, int64, s), row, s);
 }
 
 // The tangent of primals[i], or zeros when it has none.
@@ -187,10 +187,18 @@ std::vector<array> DynamicSlice::vjp(const std::vector<array>& primals,
 
 std::pair<std::vector<array>, std::vector<int>> DynamicSlice::vmap(
     const std::vector<array>& inputs, const std::vector<int>& axes) {
+  auto s = stream();
   if (axes[1] >= 0) {
-    return vmap_by_loop(inputs, axes, [&](const std::vector<array>& x) {
-      return slice(x[0], x[1], axes_, slice_size_, stream());
-    }, stream());
+    // A start per batch element: a gather of the window along each sliced axis.
+    int n = batch_size(inputs, axes);
+    array out = batch_first(inputs[0], axes[0], n, s);
+    array starts = moveaxis(inputs[1], axes[1], 0, s);
+    for (size_t k = 0; k < axes_.size(); ++k) {
+      const int ax = axes_[k], size = slice_size_[ax];
+      array first = window_starts(starts, static_cast<int>(k), ax, size, out, s);
+      out = take_along_axis(out, add(first, positions(size, ax, out.ndim(), s), s), ax + 1, s);
+    }
+    return {{out}, {0}};
   }
   int n = inputs[0].shape(axes[0]);
   array a = moveaxis(inputs[0], axes[0], 0, stream());
@@ -276,13 +284,34 @@ std::vector<array> DynamicSliceUpdate::vjp(const std::vector<array>& primals,
 
 std::pair<std::vector<array>, std::vector<int>> DynamicSliceUpdate::vmap(
     const std::vector<array>& inputs, const std::vector<int>& axes) {
-  if (axes[2] >= 0) {
-    return vmap_by_loop(inputs, axes, [&](const std::vector<array>& x) {
-      return slice_update(x[0], x[1], x[2], axes_, stream());
-    }, stream());
-  }
+  auto s = stream();
   int n = batch_size(inputs, axes);
-  array src = batch_first(inputs[0], axes[0], n, stream());
+  array src = batch_first(inputs[0], axes[0], n, s);
+  if (axes[2] >= 0) {
+    // A start per batch element: along each axis the update is gathered into
+    // place (position p reads update row p - start), then selected inside the
+    // window. Axes without a start hold the update from 0.
+    array placed = astype(batch_first(inputs[1], axes[1], n, s), src.dtype(), s);
+    array starts = moveaxis(inputs[2], axes[2], 0, s);
+    const int nd = src.ndim();
+    std::optional<array> inside;
+    for (int ax = 0; ax + 1 < nd; ++ax) {
+      const int size = placed.shape(ax + 1), extent = src.shape(ax + 1);
+      auto k = std::find(axes_.begin(), axes_.end(), ax) - axes_.begin();
+      if (k == static_cast<long>(axes_.size()) && size == extent) continue;
+      array first = k < static_cast<long>(axes_.size())
+                        ? window_starts(starts, static_cast<int>(k), ax, size, src, s)
+                        : array(0, int64);
+      array rel = subtract(positions(extent, ax, nd, s), first, s);
+      array in_window = logical_and(greater_equal(rel, array(0, int64), s),
+                                    less(rel, array(size, int64), s), s);
+      placed = take_along_axis(
+          placed, clip(rel, array(0, int64), array(std::max(size - 1, 0), int64), s), ax + 1, s);
+      inside = inside ? logical_and(*inside, in_window, s) : in_window;
+    }
+    if (!inside) return {{broadcast_to(placed, src.shape(), s)}, {0}};
+    return {{where(*inside, placed, src, s)}, {0}};
+  }
   // An unbatched update has one axis fewer than src: slice_update spans src's
   // batch axis with it.
   array update = axes[1] >= 0 ? moveaxis(inputs[1], axes[1], 0, stream()) : inputs[1];
