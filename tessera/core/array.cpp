@@ -263,6 +263,26 @@ std::vector<array> array::siblings() const {
   return out;
 }
 
+std::vector<array> array::outputs() const {
+  if (!desc_->node) return {*this};
+  const auto& node = desc_->node;
+  std::vector<array> out;
+  for (size_t i = 0; i < node->outputs.size(); ++i) {
+    auto d = node->outputs[i].lock();
+    if (!d) {
+      array a(Empty{}, node->output_shapes[i], node->output_dtypes[i]);
+      a.desc_->node = node;
+      a.desc_->tracer = desc_->tracer;
+      a.desc_->position = static_cast<int>(i);
+      a.desc_->status.store(ArrayStatus::unscheduled, std::memory_order_relaxed);
+      node->outputs[i] = a.desc_;
+      d = a.desc_;
+    }
+    out.push_back(array(std::move(d)));
+  }
+  return out;
+}
+
 void array::detach() { desc_->node = nullptr; }
 
 namespace {

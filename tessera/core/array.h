@@ -159,8 +159,12 @@ class array {
   Primitive& primitive() const;
   std::shared_ptr<Primitive> primitive_ptr() const;
   const std::vector<array>& inputs() const;
-  // Outputs of the same primitive other than this one.
+  // Outputs of the same primitive other than this one (those still alive).
   std::vector<array> siblings() const;
+  // Every output of this array's primitive, in position order: this array,
+  // its live siblings, and dropped siblings made again (unevaluated, attached
+  // to the same node) so that transform rules see them all.
+  std::vector<array> outputs() const;
   // This array's position among the outputs of its primitive.
   int position() const { return desc_->position; }
   // Drop primitive and inputs (after scheduling).

@@ -22,14 +22,9 @@ array make_tracer(const array& x) {
   return t;
 }
 
-// All outputs of the node behind a, in position order.
-std::vector<array> node_outputs(const array& a) {
-  std::vector<array> outs = a.siblings();
-  outs.push_back(a);
-  std::sort(outs.begin(), outs.end(),
-            [](const array& x, const array& y) { return x.position() < y.position(); });
-  return outs;
-}
+// All outputs of the node behind a, in position order (dropped ones made
+// again: rules of factorizations need every output).
+std::vector<array> node_outputs(const array& a) { return a.outputs(); }
 
 // The nodes between `outputs` and the cut arrays (excluded) that depend on a
 // cut array, one array per node, inputs before users. Only tracers are

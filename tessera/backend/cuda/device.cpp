@@ -105,6 +105,9 @@ struct CudaState {
   // Free small blocks by (stream index, block size), see Note [Small blocks].
   std::map<std::pair<int, size_t>, std::vector<void*>> small_blocks;
   size_t small_cached = 0;
+  // Reserved but unused pool memory that the last trim could not release:
+  // the free parts of pool chunks that also hold live buffers.
+  uint64_t pool_slack = 0;
   size_t active = 0;
   size_t peak = 0;
   size_t limit = 0;
@@ -568,14 +571,25 @@ size_t set_memory_limit(size_t limit) {
   return old;
 }
 
+namespace {
+
+// Pool memory reserved beyond what live buffers use.
+uint64_t pool_unused(cudaMemPool_t pool) {
+  uint64_t reserved = 0, used = 0;
+  TESSERA_CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved));
+  TESSERA_CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used));
+  return reserved > used ? reserved - used : 0;
+}
+
+}  // namespace
+
+// The memory clear_cache() would give back: cached small blocks, and the
+// pool's unused memory beyond what the last trim had to keep.
 size_t cache_memory() {
   if (device_count() == 0) return 0;
-  uint64_t reserved = 0, used = 0;
-  TESSERA_CUDA_CHECK(
-      cudaMemPoolGetAttribute(state().pool, cudaMemPoolAttrReservedMemCurrent, &reserved));
-  TESSERA_CUDA_CHECK(cudaMemPoolGetAttribute(state().pool, cudaMemPoolAttrUsedMemCurrent, &used));
+  uint64_t unused = pool_unused(state().pool);
   std::lock_guard l(state().mutex);
-  return (reserved > used ? reserved - used : 0) + state().small_cached;
+  return (unused > state().pool_slack ? unused - state().pool_slack : 0) + state().small_cached;
 }
 
 void clear_cache() {
@@ -586,6 +600,9 @@ void clear_cache() {
   }
   TESSERA_CUDA_CHECK(cudaDeviceSynchronize());
   TESSERA_CUDA_CHECK(cudaMemPoolTrimTo(state().pool, 0));
+  uint64_t slack = pool_unused(state().pool);
+  std::lock_guard l(state().mutex);
+  state().pool_slack = slack;
 }
 
 DeviceInfo device_info(int index) {

@@ -85,13 +85,13 @@ void require_square(const array& a, const char* prim, const char* rule) {
   }
 }
 
-// Multi-output primitives see the outputs that are still alive only (siblings
-// are held weakly): their rules need all of them.
+// The transforms pass every output of a multi-output primitive, dropped ones
+// made again (array::outputs).
 void require_outputs(const std::vector<array>& cotangents, size_t n, const char* prim) {
   if (cotangents.size() != n) {
-    throw std::invalid_argument(std::string("[") + prim +
-                                "] differentiating needs every output of the factorization to "
-                                "be kept alive until the transform has run");
+    throw std::logic_error(std::string("[") + prim + "] the rule got " +
+                           std::to_string(cotangents.size()) + " outputs, expected " +
+                           std::to_string(n) + " (bug)");
   }
 }
 
