@@ -3,6 +3,7 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/make_iterator.h>
 
+#include <cstddef>
 #include <sstream>
 
 #include "convert.h"
@@ -159,6 +160,91 @@ array idivide(const array& a, const array& b, StreamOrDevice s) {
   return divide(a, b, s);
 }
 
+// Note [Operator slots]
+// x + y with an array operand is the hot path of eager-style code. CPython's
+// generic slot looks __add__ up by name and calls it through nanobind's
+// overload dispatch. The number slots below call the op at once when both
+// operands are arrays, or one is an array and the other a Python scalar (the
+// conversion of the bound methods: operand_with). Otherwise, and when the op
+// throws, they do what the generic slot does: x.__add__(y), then y.__radd__(x)
+// if that is not implemented; so results and errors are the methods'.
+PyTypeObject* g_array_type = nullptr;
+
+bool is_array_object(PyObject* o) { return Py_TYPE(o) == g_array_type && nb::inst_ready(o); }
+
+binaryfunc& number_slot(PyTypeObject* t, size_t offset) {
+  return *reinterpret_cast<binaryfunc*>(reinterpret_cast<char*>(t->tp_as_number) + offset);
+}
+
+// type(self).<name>(self, other), or NotImplemented where the type has no such method.
+PyObject* call_method(PyObject* name, PyObject* self, PyObject* other) {
+  PyObject* f = PyObject_GetAttr(reinterpret_cast<PyObject*>(Py_TYPE(self)), name);
+  if (!f) {
+    PyErr_Clear();
+    Py_RETURN_NOTIMPLEMENTED;
+  }
+  PyObject* args[] = {self, other};
+  PyObject* r = PyObject_Vectorcall(f, args, 2, nullptr);
+  Py_DECREF(f);
+  return r;
+}
+
+template <typename F, size_t Offset>
+struct NumberSlot {
+  static inline PyObject* name = nullptr;
+  static inline PyObject* rname = nullptr;
+
+  static PyObject* fast(PyObject* x, PyObject* y) {
+    bool xa = is_array_object(x), ya = is_array_object(y);
+    if (!(xa && (ya || is_python_scalar(y))) && !(ya && is_python_scalar(x))) return nullptr;
+    try {
+      if (xa) {
+        const array& a = *nb::inst_ptr<array>(x);
+        return nb::cast(F{}(a, operand_with(a, y), StreamOrDevice{})).release().ptr();
+      }
+      const array& b = *nb::inst_ptr<array>(y);
+      return nb::cast(F{}(operand_with(b, x), b, StreamOrDevice{})).release().ptr();
+    } catch (...) {
+      if (PyErr_Occurred()) PyErr_Clear();
+      return nullptr;  // the methods raise the error
+    }
+  }
+
+  static PyObject* call(PyObject* x, PyObject* y) {
+    if (PyObject* r = fast(x, y)) return r;
+    auto has = [](PyObject* o) { return Py_TYPE(o)->tp_as_number && number_slot(Py_TYPE(o), Offset) == &call; };
+    bool other = Py_TYPE(x) != Py_TYPE(y) && has(y);
+    if (has(x)) {
+      PyObject* r = call_method(name, x, y);
+      if (r != Py_NotImplemented || Py_TYPE(x) == Py_TYPE(y)) return r;
+      Py_DECREF(r);
+    }
+    if (other) return call_method(rname, y, x);
+    Py_RETURN_NOTIMPLEMENTED;
+  }
+
+  // After the methods are bound: binding __add__ sets the generic slot.
+  static void install(PyTypeObject* t, const char* n, const char* rn) {
+    name = PyUnicode_InternFromString(n);
+    rname = PyUnicode_InternFromString(rn);
+    number_slot(t, Offset) = &call;
+  }
+};
+
+#define TESSERA_NUMBER_SLOT(SLOT, fn, NAME)                                              \
+  NumberSlot<decltype(TESSERA_OP(fn)), offsetof(PyNumberMethods, SLOT)>::install(        \
+      type, "__" NAME "__", "__r" NAME "__")
+
+void install_number_slots(PyTypeObject* type) {
+  g_array_type = type;
+  TESSERA_NUMBER_SLOT(nb_add, add, "add");
+  TESSERA_NUMBER_SLOT(nb_subtract, subtract, "sub");
+  TESSERA_NUMBER_SLOT(nb_multiply, multiply, "mul");
+  TESSERA_NUMBER_SLOT(nb_true_divide, divide, "truediv");
+  TESSERA_NUMBER_SLOT(nb_floor_divide, floor_divide, "floordiv");
+  TESSERA_NUMBER_SLOT(nb_remainder, remainder, "mod");
+}
+
 nb::object pickle_state(const array& a) {
   if (a.dtype() == bfloat16) return nb::make_tuple(to_numpy(view(a, uint16)), "bfloat16");
   return nb::make_tuple(to_numpy(a), dtype_name(a.dtype()));
@@ -304,6 +390,7 @@ ArrayClass init_array(nb::module_& m) {
       .def("__rshift__", bitwise(TESSERA_OP(right_shift), "right_shift"), "other"_a.none())
       .def("__irshift__", ibitwise(TESSERA_OP(right_shift), "right_shift"), "other"_a.none());
   cls.attr("__hash__") = nb::none();
+  install_number_slots(reinterpret_cast<PyTypeObject*>(cls.ptr()));  // Note [Operator slots]
 
   m.def("asarray",
         [](nb::handle a, std::optional<Dtype> dtype, std::optional<bool> copy) {

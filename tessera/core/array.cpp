@@ -162,7 +162,6 @@ array::array(Shape shape, Dtype dtype, std::shared_ptr<Primitive> primitive,
   node->primitive = std::move(primitive);
   node->inputs = std::move(inputs);
   for (auto& in : node->inputs) desc_->tracer = desc_->tracer || in.desc_->tracer;
-  node->outputs.push_back(desc_);
   desc_->node = std::move(node);
   desc_->status.store(ArrayStatus::unscheduled, std::memory_order_relaxed);
 }
@@ -255,7 +254,7 @@ const std::vector<array>& array::inputs() const {
 
 std::vector<array> array::siblings() const {
   std::vector<array> out;
-  if (!desc_->node) return out;
+  if (!desc_->node) return out;  // a single output has none (Node::outputs is empty)
   for (auto& w : desc_->node->outputs) {
     auto d = w.lock();
     if (d && d != desc_) out.push_back(array(d));

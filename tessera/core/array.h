@@ -270,12 +270,15 @@ class array {
 struct array::Node {
   std::shared_ptr<Primitive> primitive;
   std::vector<array> inputs;
-  // Outputs are held weakly so that siblings do not keep each other alive.
+  // The outputs of a multi-output primitive, held weakly so that siblings do
+  // not keep each other alive; empty for a single output, which is the one
+  // array that holds the node (one allocation less per node).
   std::vector<std::weak_ptr<ArrayDesc>> outputs;
   // Shapes and dtypes of the outputs, to recreate dropped siblings at eval.
   std::vector<Shape> output_shapes;
   std::vector<Dtype> output_dtypes;
   uint32_t visit_mark = 0;
+  size_t num_outputs() const { return outputs.empty() ? 1 : outputs.size(); }
 };
 
 class array::ArrayIterator {

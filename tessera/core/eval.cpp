@@ -14,12 +14,37 @@ namespace {
 
 std::atomic<uint32_t> g_visit_epoch{0};
 
+using Tape = std::vector<array>;
+using Stack = std::vector<std::pair<array, size_t>>;
+
+// The tape and the traversal stack keep their memory from one evaluation to
+// the next on the same thread, so that evaluating a chain of many small ops
+// does not grow (and free) both again each time; up to kKeep elements. A
+// vector is taken while in use, so a nested eval (from a kernel) finds none
+// and allocates its own.
+template <typename V>
+class Scratch {
+ public:
+  static constexpr size_t kKeep = size_t(1) << 16;
+  static V take() { return std::exchange(kept(), V{}); }
+  static void give_back(V&& v) {
+    v.clear();
+    if (v.capacity() <= kKeep && v.capacity() > kept().capacity()) kept() = std::move(v);
+  }
+
+ private:
+  static V& kept() {
+    thread_local V v;
+    return v;
+  }
+};
+
 // The unevaluated part of the graph behind `outputs`, in topological order,
 // one array per node. Iterative: graphs of millions of nodes are fine.
-std::vector<array> build_tape(const std::vector<array>& outputs) {
+Tape build_tape(const std::vector<array>& outputs) {
   uint32_t epoch = ++g_visit_epoch;
-  std::vector<array> tape;
-  std::vector<std::pair<array, size_t>> stack;
+  Tape tape = Scratch<Tape>::take();
+  Stack stack = Scratch<Stack>::take();
   for (auto& out : outputs) {
     if (out.status() != ArrayStatus::unscheduled || out.node()->visit_mark == epoch) continue;
     out.node()->visit_mark = epoch;
@@ -39,6 +64,7 @@ std::vector<array> build_tape(const std::vector<array>& outputs) {
       }
     }
   }
+  Scratch<Stack>::give_back(std::move(stack));
   return tape;
 }
 
@@ -185,17 +211,18 @@ void schedule(const std::vector<array>& outputs, bool synchronous) {
     }
   } guard{inline_stream};
   Batcher batcher;
+  // Run inline, one task object serves every node (its vectors keep their memory).
+  NodeTask task;
   for (auto& slot : tape) {
     // Moved out so that the tape does not keep results alive (see Note [Donation]).
     array arr = std::move(slot);
     auto* n = arr.node();
-    NodeTask task;
-    task.outputs.reserve(n->outputs.size());
-    if (n->outputs.size() == 1) {
+    task.outputs.reserve(n->num_outputs());
+    if (n->num_outputs() == 1) {
       task.outputs.push_back(arr);
     } else {
       auto siblings = arr.siblings();
-      for (size_t i = 0; i < n->outputs.size(); ++i) {
+      for (size_t i = 0; i < n->num_outputs(); ++i) {
         if (static_cast<int>(i) == arr.position()) {
           task.outputs.push_back(arr);
           continue;
@@ -214,13 +241,14 @@ void schedule(const std::vector<array>& outputs, bool synchronous) {
         }
       }
     }
-    task.primitive = n->primitive;
-    Stream stream = task.primitive->stream();
+    Stream stream = n->primitive->stream();
     if (arr.is_tracer()) {
       // Transforms walk this graph later (Note [Tracers]): it stays.
+      task.primitive = n->primitive;
       task.inputs = n->inputs;
       for (auto& out : task.outputs) out.set_status(ArrayStatus::scheduled);
     } else {
+      task.primitive = std::move(n->primitive);
       task.inputs = std::move(n->inputs);
       // The node dies with the last detach; the task then holds the only
       // references to the inputs that this node had.
@@ -236,6 +264,7 @@ void schedule(const std::vector<array>& outputs, bool synchronous) {
     }
   }
   batcher.flush();
+  Scratch<Tape>::give_back(std::move(tape));
 }
 
 }  // namespace

@@ -26,11 +26,22 @@ void check_integer_or_bool(const char* op, const array& a, const array& b) {
   }
 }
 
-// Both inputs cast to `dtype` and broadcast to their common shape.
+// Both inputs cast to `dtype` and broadcast to their common shape. Inputs that
+// already have both are taken as they are (the common case of a long chain of
+// small ops: no shape is computed and no handle is copied twice).
 std::vector<array> prepare(const char* op, const array& a, const array& b, Dtype dtype,
                            StreamOrDevice s) {
+  std::vector<array> inputs;
+  inputs.reserve(2);
+  if (a.shape() == b.shape()) {
+    for (const array* x : {&a, &b}) {
+      inputs.push_back(x->dtype() == dtype ? *x : astype(*x, dtype, s));
+    }
+    return inputs;
+  }
   Shape shape = broadcast_shapes(a.shape(), b.shape(), op);
-  return {broadcast_to(astype(a, dtype, s), shape, s), broadcast_to(astype(b, dtype, s), shape, s)};
+  for (const array* x : {&a, &b}) inputs.push_back(broadcast_to(astype(*x, dtype, s), shape, s));
+  return inputs;
 }
 
 template <typename P, typename... Args>

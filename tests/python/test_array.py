@@ -136,6 +136,34 @@ def test_operators_against_numpy(op, ref, rng):
     np.testing.assert_allclose(np.array(f(a.T, b[:3])), ref(x.T, y[:3]), rtol=1e-5)
 
 
+def test_operators_on_other_operands_and_subclasses():
+    # Arrays and Python scalars take a direct path; everything else goes through
+    # the bound methods, with the same results and errors.
+    a = mx.array([1.0, 2.0])
+    assert (a + [10, 20]).tolist() == [11.0, 22.0]
+    assert (a - np.float32(1)).tolist() == [0.0, 1.0]
+    assert (7 - a).tolist() == [6.0, 5.0] and (a * True).tolist() == [1.0, 2.0]
+    with pytest.raises(ValueError, match=r"\[add\].*cannot be broadcast"):
+        a + mx.array([1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match=r"cannot convert an object of type str"):
+        a + "x"
+    with pytest.raises(TypeError):
+        a + None
+
+    class Plain(mx.array):
+        pass
+
+    class Reflected(mx.array):
+        def __radd__(self, other):
+            return "reflected"
+
+    p = Plain([1.0, 2.0])
+    assert (p + a).tolist() == [2.0, 4.0] and (a * p).tolist() == [1.0, 4.0]
+    assert (3.0 / p).tolist() == [3.0, 1.5] and (p // 2).tolist() == [0.0, 1.0]
+    # A subclass that overrides the reflected method is asked first.
+    assert a + Reflected([1.0]) == "reflected"
+
+
 def test_integer_and_bitwise_operators(rng):
     x = rng.integers(-20, 20, (3, 4)).astype(np.int32)
     y = rng.integers(1, 5, (3, 4)).astype(np.int32)

@@ -73,8 +73,16 @@ void binary_typed(const array& a, const array& b, array& out, const Op& op, bool
   const bool a_dense = a.flags().contiguous, b_dense = b.flags().contiguous;
 
   if (a_scalar && b_scalar) {
-    out.set_data(allocator::malloc(sizeof(Out)), 1, a.strides(), a.flags());
-    out.data<Out>()[0] = apply<Out>(op, pa[0], pb[0]);
+    // One element, seen through a's strides (a has the output's shape).
+    const Out r = apply<Out>(op, pa[0], pb[0]);
+    if (donor(a)) {
+      out.move_shared_buffer(a);
+    } else if (donor(b)) {
+      out.move_shared_buffer(b);
+    } else {
+      out.set_data(allocator::malloc(sizeof(Out)), 1, a.strides(), a.flags());
+    }
+    out.data<Out>()[0] = r;
     return;
   }
   if (a_scalar && b_dense) {
