@@ -263,7 +263,7 @@ std::vector<array> array::siblings() const {
 }
 
 std::vector<array> array::outputs() const {
-  if (!desc_->node) return {*this};
+  if (!desc_->node || desc_->node->outputs.empty()) return {*this};
   const auto& node = desc_->node;
   std::vector<array> out;
   for (size_t i = 0; i < node->outputs.size(); ++i) {
