@@ -177,6 +177,65 @@ TEST(Sort, OneLongRowSortedByAllThreads) {
   }
 }
 
+// Rows long enough for the MSD level of the radix sort (Note [Radix sort] in
+// backend/cpu/sort.cpp): keys over many exponents, few distinct values, NaNs;
+// rows contiguous and strided (the transposed array along axis 0), and one row
+// long enough to be split across threads.
+TEST(Sort, LongRowsEveryDtypeAgainstStableSort) {
+  auto check = [](const array& x, int axis, const std::string& what) {
+    const int64_t rows = x.shape(1 - axis), n = x.shape(axis);
+    auto in = harness::to_doubles(x);
+    auto s = harness::to_doubles(sort(x, axis));
+    auto idx = harness::to_doubles(argsort(x, axis));
+    auto at = [&](int64_t r, int64_t i) { return axis == 1 ? r * n + i : i * rows + r; };
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<double> v(n);
+      for (int64_t i = 0; i < n; ++i) v[i] = in[at(r, i)];
+      std::vector<int64_t> widx(n);
+      std::iota(widx.begin(), widx.end(), 0);
+      std::stable_sort(widx.begin(), widx.end(), [&](int64_t a, int64_t b) { return before(v[a], v[b]); });
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_TRUE(same(s[at(r, i)], v[widx[i]])) << what << " row " << r << " sort at " << i << ": "
+                                                   << s[at(r, i)] << " (want " << v[widx[i]] << ")";
+        ASSERT_EQ(idx[at(r, i)], double(widx[i])) << what << " row " << r << " argsort at " << i;
+      }
+    }
+  };
+  auto values = [](int64_t count, Dtype t) {
+    std::vector<double> v(count);
+    for (int64_t i = 0; i < count; ++i) {
+      const uint64_t h = (uint64_t(i) * 2654435761ull) >> 7;
+      if (t == int8) {
+        v[i] = double(h % 200) - 100;
+      } else if (t == uint8) {
+        v[i] = double(h % 250);
+      } else if (is_unsigned(t)) {
+        v[i] = double(h % 2001);
+      } else if (is_floating_point(t)) {
+        v[i] = i % 97 == 5 ? kNaN : (double(h % 2001) - 1000) * std::ldexp(1.0, int(h % 23) - 11);
+      } else {
+        v[i] = double(h % 2001) - 1000;
+      }
+    }
+    return v;
+  };
+  for (Device dev : harness::devices()) {
+    StreamContext ctx(dev);
+    const int64_t n = 150000;
+    for (Dtype t : {float32, float64, float16, bfloat16, int8, uint8, int16, int32, int64, uint32, uint64}) {
+      const std::string what = dtype_name(t) + (dev == Device::cpu ? " cpu" : " gpu");
+      array x = harness::from_doubles(values(3 * n, t), {3, static_cast<int>(n)}, t);
+      check(x, 1, what + " contiguous rows");
+      check(transpose(x), 0, what + " strided rows");
+    }
+    for (Dtype t : {float32, float64, int32}) {
+      const int64_t m = 600000;
+      array x = harness::from_doubles(values(m, t), {1, static_cast<int>(m)}, t);
+      check(x, 1, dtype_name(t) + " one row of 600000");
+    }
+  }
+}
+
 TEST(Sort, PartitionArgpartitionAndTopk) {
   for (Device dev : harness::devices()) {
     StreamContext ctx(dev);
