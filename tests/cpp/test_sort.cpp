@@ -113,7 +113,7 @@ TEST(Sort, SortArgsortEveryDtypeLayoutAndAxis) {
 TEST(Sort, OrderedPermutationAndStableProperties) {
   for (Device dev : harness::devices()) {
     StreamContext ctx(dev);
-    // Long rows (radix path) with many ties, -0.0 and NaNs.
+    // Long rows (vqsort or radix path) with many ties, -0.0 and NaNs.
     const int n = 5000;
     std::vector<double> v(2 * n);
     for (int i = 0; i < 2 * n; ++i) v[i] = (i * 7919 % 13) - 6.0;

@@ -3,14 +3,17 @@
 // Every value is first mapped to an unsigned key whose order is NumPy's (see
 // Note [Sort order] and sort_keys.h): a row is copied into a contiguous key
 // buffer, then
-//   values   radix sort of the keys (Note [Radix sort]), decoded into the
-//            output by the last pass; std::sort for short rows;
-//   indices  the same radix sort carrying uint32 indices (stable);
+//   values   Highway's vqsort of the keys for long rows where it is built in
+//            (Note [vqsort]); otherwise radix sort of the keys (Note [Radix
+//            sort]), decoded into the output by the last pass; std::sort for
+//            short rows;
+//   indices  vqsort of (key, index) pairs for long rows of keys up to 32 bits;
+//            otherwise the same radix sort carrying uint32 indices (stable);
 //            std::stable_sort for short rows;
 //   partition  std::nth_element over indices, ordered by (key, index), so the
 //            values are a gather through the indices.
 // Rows run in parallel on the thread pool; a single long row is radix sorted
-// by all threads together.
+// by all threads together, or vqsorted on one thread.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -25,6 +28,10 @@
 #include "tessera/backend/cpu/threading.h"
 #include "tessera/memory/allocator.h"
 #include "tessera/ops/primitives/sort.h"
+
+#if TESSERA_HAVE_VQSORT
+#include <hwy/contrib/sort/vqsort.h>
+#endif
 
 namespace tessera {
 
@@ -54,6 +61,24 @@ constexpr int kBuckets = 256;               // buckets of one MSD level, at most
 // Every run lives in one of two buffers of the row's length and uses the
 // same range of the other as scratch. A single long row splits its first MSD
 // level across threads and sorts its buckets in parallel.
+
+// Note [vqsort]
+// Where CMake finds Highway (TESSERA_HAVE_VQSORT), rows of at least kVqsortRow
+// elements are sorted by its vectorised quicksort (AVX-512 or AVX2, chosen at
+// run time) on the same unsigned keys, so NaNs and -0.0 keep the order of
+// Note [Sort order] without vqsort's own float handling:
+//   values   keys of 16, 32 or 64 bits are vqsorted in a buffer and decoded
+//            into the output;
+//   indices  keys of up to 32 bits are packed as (key << 32) | index into
+//            uint64 and vqsorted: the pairs are distinct and equal keys order
+//            by index, so the result is stable; the low halves are the indices.
+// Bytes (one radix pass) and argsort of 64-bit keys stay with the radix sort.
+// A single long row is sorted on one thread: vqsort on one core beats the
+// parallel radix sort on two (10^7 float32: 0.12 s against 0.33 s). From 128
+// elements up vqsort is faster than both std::sort and the radix sort (float32
+// rows of 128: 9 ns per element against 29-42; below, its fixed cost of
+// about 0.8 us per row dominates).
+constexpr int64_t kVqsortRow = 128;
 
 // Per-thread tables, reused by every run (no recursion holds them across a call).
 struct RadixTables {
@@ -325,6 +350,63 @@ void sort_row(const T* xr, int64_t xs, void* out, int64_t ys, int64_t n, const R
   }
 }
 
+#if TESSERA_HAVE_VQSORT
+// One hwy::Sorter per thread: an instance is not thread-safe.
+const hwy::Sorter& sorter() {
+  thread_local hwy::Sorter s;
+  return s;
+}
+
+// Sorts one row xr[i * xs] into out[i * ys] (Note [vqsort]) through `buf`:
+// n keys K for values, n uint64 (key, index) pairs for indices.
+template <typename T, bool WithIdx>
+void vqsort_row(const T* xr, int64_t xs, void* out, int64_t ys, int64_t n, void* buf) {
+  using Enc = SortKey<T>;
+  using K = typename Enc::K;
+  if constexpr (WithIdx) {
+    uint64_t* a = static_cast<uint64_t*>(buf);
+    for (int64_t i = 0; i < n; ++i) a[i] = (uint64_t(Enc::encode(xr[i * xs])) << 32) | uint64_t(i);
+    sorter()(a, static_cast<size_t>(n), hwy::SortAscending());
+    uint32_t* y = static_cast<uint32_t*>(out);
+    for (int64_t i = 0; i < n; ++i) y[i * ys] = static_cast<uint32_t>(a[i]);
+  } else {
+    K* a = static_cast<K*>(buf);
+    for (int64_t i = 0; i < n; ++i) a[i] = Enc::encode(xr[i * xs]);
+    sorter()(a, static_cast<size_t>(n), hwy::SortAscending());
+    T* y = static_cast<T*>(out);
+    for (int64_t i = 0; i < n; ++i) y[i * ys] = Enc::decode(a[i]);
+  }
+}
+
+// Sorts (Values) or argsorts (Indices) every row with vqsort_row.
+template <typename T, std::enable_if_t<(sizeof(typename SortKey<T>::K) >= 2), int> = 0>
+void run_vqsort(const T* x, void* out, const AxisPlan& p, bool with_idx) {
+  using K = typename SortKey<T>::K;
+  const int64_t n = p.n;
+  const size_t bytes = size_t(n) * (with_idx ? sizeof(uint64_t) : sizeof(K));
+  auto row = [&](int64_t r, void* buf) {
+    const T* xr = x + elem_to_loc(r, p.rest_shape, p.in_strides);
+    const int64_t yo = elem_to_loc(r, p.rest_shape, p.out_strides);
+    if (with_idx) {
+      if constexpr (sizeof(K) <= 4) {
+        vqsort_row<T, true>(xr, p.in_stride, static_cast<uint32_t*>(out) + yo, p.out_stride, n, buf);
+      }
+    } else {
+      vqsort_row<T, false>(xr, p.in_stride, static_cast<T*>(out) + yo, p.out_stride, n, buf);
+    }
+  };
+  if (p.rows == 1) {
+    Scratch s(bytes);
+    row(0, s.at<void>(0));
+    return;
+  }
+  parallel_for(p.rows, std::max<int64_t>(1, kParallelWork / n), [&](int64_t r0, int64_t r1) {
+    Scratch s(bytes);
+    for (int64_t r = r0; r < r1; ++r) row(r, s.at<void>(0));
+  });
+}
+#endif
+
 template <typename T>
 void run_sort(const T* x, void* out, const AxisPlan& p, Sort::Kind kind, int kth) {
   using Enc = SortKey<T>;
@@ -332,6 +414,14 @@ void run_sort(const T* x, void* out, const AxisPlan& p, Sort::Kind kind, int kth
   const int64_t n = p.n;
   if (p.rows == 0 || n == 0) return;
   const bool full = kind == Sort::Values || kind == Sort::Indices;
+#if TESSERA_HAVE_VQSORT
+  if constexpr (sizeof(K) >= 2) {
+    if (full && n >= kVqsortRow && (kind == Sort::Values || sizeof(K) <= 4)) {
+      run_vqsort<T>(x, out, p, kind == Sort::Indices);
+      return;
+    }
+  }
+#endif
   if (full && n >= kShortRow) {
     const bool with_idx = kind == Sort::Indices;
     if (p.rows == 1) {
