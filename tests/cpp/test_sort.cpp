@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 
@@ -174,6 +175,72 @@ TEST(Sort, OneLongRowSortedByAllThreads) {
         ASSERT_EQ(idx[i], double(widx[i])) << dtype_name(t) << " argsort at " << i;
       }
     }
+  }
+}
+
+// Float rows long enough for vqsort, compared bit for bit with a stable sort
+// by NumPy's order: -0.0 before +0.0, infinities at the ends of the numbers
+// (beyond the largest finite values),
+// NaNs (each payload kept, in input order) last; rows contiguous (axis 1) and
+// strided (axis 0).
+template <typename F, typename U>
+void check_float_bits(Dtype t) {
+  const int64_t n = 1000, rows = 3;
+  std::vector<F> v(n * rows);
+  for (int64_t i = 0; i < n * rows; ++i) {
+    switch (i % 9) {
+      case 0: v[i] = F(-0.0); break;
+      case 1: v[i] = F(0.0); break;
+      case 2: v[i] = std::numeric_limits<F>::infinity(); break;
+      case 3: v[i] = -std::numeric_limits<F>::infinity(); break;
+      case 4: {
+        U b;
+        F q = std::numeric_limits<F>::quiet_NaN();
+        memcpy(&b, &q, sizeof(b));
+        b |= U(i % 5);  // distinct payloads
+        if (i % 2) b |= U(1) << (8 * sizeof(U) - 1);
+        memcpy(&v[i], &b, sizeof(b));
+        break;
+      }
+      case 5: v[i] = (i / 9) % 2 ? std::numeric_limits<F>::max() : std::numeric_limits<F>::lowest(); break;
+      default: v[i] = F((i * 7919 % 23) - 11) / 4;
+    }
+  }
+  auto bits = [](F x) {
+    U b;
+    memcpy(&b, &x, sizeof(b));
+    return b;
+  };
+  auto less = [](F a, F b) {
+    if (a != a) return false;
+    if (b != b) return true;
+    return a < b || (a == b && std::signbit(a) && !std::signbit(b));
+  };
+  for (int axis : {1, 0}) {
+    Shape shape = axis == 1 ? Shape{int(rows), int(n)} : Shape{int(n), int(rows)};
+    array x(v.begin(), shape, t);
+    array s = copy(sort(x, axis));
+    eval(s);
+    const F* got = s.data<F>();
+    auto at = [&](int64_t r, int64_t i) { return axis == 1 ? r * n + i : i * rows + r; };
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<F> want(n);
+      for (int64_t i = 0; i < n; ++i) want[i] = v[at(r, i)];
+      std::stable_sort(want.begin(), want.end(), less);
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(bits(got[at(r, i)]), bits(want[i]))
+            << dtype_name(t) << " axis " << axis << " row " << r << " at " << i << ": " << got[at(r, i)]
+            << " (want " << want[i] << ")";
+      }
+    }
+  }
+}
+
+TEST(Sort, LongFloatRowsZerosInfinitiesAndNaNBits) {
+  for (Device dev : harness::devices()) {
+    StreamContext ctx(dev);
+    check_float_bits<float, uint32_t>(float32);
+    check_float_bits<double, uint64_t>(float64);
   }
 }
 
