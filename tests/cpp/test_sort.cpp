@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 
@@ -113,7 +114,7 @@ TEST(Sort, SortArgsortEveryDtypeLayoutAndAxis) {
 TEST(Sort, OrderedPermutationAndStableProperties) {
   for (Device dev : harness::devices()) {
     StreamContext ctx(dev);
-    // Long rows (radix path) with many ties, -0.0 and NaNs.
+    // Long rows (vqsort or radix path) with many ties, -0.0 and NaNs.
     const int n = 5000;
     std::vector<double> v(2 * n);
     for (int i = 0; i < 2 * n; ++i) v[i] = (i * 7919 % 13) - 6.0;
@@ -173,6 +174,131 @@ TEST(Sort, OneLongRowSortedByAllThreads) {
         ASSERT_TRUE(same(s[i], want[i])) << dtype_name(t) << " sort at " << i;
         ASSERT_EQ(idx[i], double(widx[i])) << dtype_name(t) << " argsort at " << i;
       }
+    }
+  }
+}
+
+// Float rows long enough for vqsort, compared bit for bit with a stable sort
+// by NumPy's order: -0.0 before +0.0, infinities at the ends of the numbers
+// (beyond the largest finite values),
+// NaNs (each payload kept, in input order) last; rows contiguous (axis 1) and
+// strided (axis 0).
+template <typename F, typename U>
+void check_float_bits(Dtype t) {
+  const int64_t n = 1000, rows = 3;
+  std::vector<F> v(n * rows);
+  for (int64_t i = 0; i < n * rows; ++i) {
+    switch (i % 9) {
+      case 0: v[i] = F(-0.0); break;
+      case 1: v[i] = F(0.0); break;
+      case 2: v[i] = std::numeric_limits<F>::infinity(); break;
+      case 3: v[i] = -std::numeric_limits<F>::infinity(); break;
+      case 4: {
+        U b;
+        F q = std::numeric_limits<F>::quiet_NaN();
+        memcpy(&b, &q, sizeof(b));
+        b |= U(i % 5);  // distinct payloads
+        if (i % 2) b |= U(1) << (8 * sizeof(U) - 1);
+        memcpy(&v[i], &b, sizeof(b));
+        break;
+      }
+      case 5: v[i] = (i / 9) % 2 ? std::numeric_limits<F>::max() : std::numeric_limits<F>::lowest(); break;
+      default: v[i] = F((i * 7919 % 23) - 11) / 4;
+    }
+  }
+  auto bits = [](F x) {
+    U b;
+    memcpy(&b, &x, sizeof(b));
+    return b;
+  };
+  auto less = [](F a, F b) {
+    if (a != a) return false;
+    if (b != b) return true;
+    return a < b || (a == b && std::signbit(a) && !std::signbit(b));
+  };
+  for (int axis : {1, 0}) {
+    Shape shape = axis == 1 ? Shape{int(rows), int(n)} : Shape{int(n), int(rows)};
+    array x(v.begin(), shape, t);
+    array s = copy(sort(x, axis));
+    eval(s);
+    const F* got = s.data<F>();
+    auto at = [&](int64_t r, int64_t i) { return axis == 1 ? r * n + i : i * rows + r; };
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<F> want(n);
+      for (int64_t i = 0; i < n; ++i) want[i] = v[at(r, i)];
+      std::stable_sort(want.begin(), want.end(), less);
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(bits(got[at(r, i)]), bits(want[i]))
+            << dtype_name(t) << " axis " << axis << " row " << r << " at " << i << ": " << got[at(r, i)]
+            << " (want " << want[i] << ")";
+      }
+    }
+  }
+}
+
+TEST(Sort, LongFloatRowsZerosInfinitiesAndNaNBits) {
+  for (Device dev : harness::devices()) {
+    StreamContext ctx(dev);
+    check_float_bits<float, uint32_t>(float32);
+    check_float_bits<double, uint64_t>(float64);
+  }
+}
+
+// Rows long enough for the MSD level of the radix sort (Note [Radix sort] in
+// backend/cpu/sort.cpp): keys over many exponents, few distinct values, NaNs;
+// rows contiguous and strided (the transposed array along axis 0), and one row
+// long enough to be split across threads.
+TEST(Sort, LongRowsEveryDtypeAgainstStableSort) {
+  auto check = [](const array& x, int axis, const std::string& what) {
+    const int64_t rows = x.shape(1 - axis), n = x.shape(axis);
+    auto in = harness::to_doubles(x);
+    auto s = harness::to_doubles(sort(x, axis));
+    auto idx = harness::to_doubles(argsort(x, axis));
+    auto at = [&](int64_t r, int64_t i) { return axis == 1 ? r * n + i : i * rows + r; };
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<double> v(n);
+      for (int64_t i = 0; i < n; ++i) v[i] = in[at(r, i)];
+      std::vector<int64_t> widx(n);
+      std::iota(widx.begin(), widx.end(), 0);
+      std::stable_sort(widx.begin(), widx.end(), [&](int64_t a, int64_t b) { return before(v[a], v[b]); });
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_TRUE(same(s[at(r, i)], v[widx[i]])) << what << " row " << r << " sort at " << i << ": "
+                                                   << s[at(r, i)] << " (want " << v[widx[i]] << ")";
+        ASSERT_EQ(idx[at(r, i)], double(widx[i])) << what << " row " << r << " argsort at " << i;
+      }
+    }
+  };
+  auto values = [](int64_t count, Dtype t) {
+    std::vector<double> v(count);
+    for (int64_t i = 0; i < count; ++i) {
+      const uint64_t h = (uint64_t(i) * 2654435761ull) >> 7;
+      if (t == int8) {
+        v[i] = double(h % 200) - 100;
+      } else if (t == uint8) {
+        v[i] = double(h % 250);
+      } else if (is_unsigned(t)) {
+        v[i] = double(h % 2001);
+      } else if (is_floating_point(t)) {
+        v[i] = i % 97 == 5 ? kNaN : (double(h % 2001) - 1000) * std::ldexp(1.0, int(h % 23) - 11);
+      } else {
+        v[i] = double(h % 2001) - 1000;
+      }
+    }
+    return v;
+  };
+  for (Device dev : harness::devices()) {
+    StreamContext ctx(dev);
+    const int64_t n = 150000;
+    for (Dtype t : {float32, float64, float16, bfloat16, int8, uint8, int16, int32, int64, uint32, uint64}) {
+      const std::string what = dtype_name(t) + (dev == Device::cpu ? " cpu" : " gpu");
+      array x = harness::from_doubles(values(3 * n, t), {3, static_cast<int>(n)}, t);
+      check(x, 1, what + " contiguous rows");
+      check(transpose(x), 0, what + " strided rows");
+    }
+    for (Dtype t : {float32, float64, int32}) {
+      const int64_t m = 600000;
+      array x = harness::from_doubles(values(m, t), {1, static_cast<int>(m)}, t);
+      check(x, 1, dtype_name(t) + " one row of 600000");
     }
   }
 }
