@@ -28,6 +28,26 @@ bool is_int_index(nb::handle e) {
   return !nb::hasattr(e, "ndim") || nb::cast<int>(e.attr("ndim")) == 0;
 }
 
+// The error for an index entry that neither parser takes.
+[[noreturn]] void throw_unsupported_index(nb::handle e) {
+  if (PyBool_Check(e.ptr())) {
+    throw std::invalid_argument("[index] boolean indices are not supported for reading");
+  }
+  throw std::invalid_argument(std::string("[index] cannot index with an object of type ") +
+                              nb::type_name(e.type()).c_str());
+}
+
+// At most one Ellipsis, and no more entries that index an axis than axes.
+void check_index_counts(int ellipses, int real, int nd) {
+  if (ellipses > 1) throw std::invalid_argument("[index] an index can only have a single ellipsis ('...')");
+  if (real > nd) {
+    std::ostringstream msg;
+    msg << "[index] too many indices for an array with " << nd << " dimensions: " << real
+        << " were given";
+    throw std::invalid_argument(msg.str());
+  }
+}
+
 BasicIndex basic_index(const array& a, nb::handle idx) {
   std::vector<nb::handle> entries;
   if (PyTuple_Check(idx.ptr())) {
@@ -43,20 +63,11 @@ BasicIndex basic_index(const array& a, nb::handle idx) {
       ++ellipses;
     } else if (nb::isinstance<nb::slice>(e) || is_int_index(e)) {
       ++real;
-    } else if (PyBool_Check(e.ptr())) {
-      throw std::invalid_argument("[index] boolean indices are not supported for reading");
     } else {
-      throw std::invalid_argument(std::string("[index] cannot index with an object of type ") +
-                                  nb::type_name(e.type()).c_str());
+      throw_unsupported_index(e);
     }
   }
-  if (ellipses > 1) throw std::invalid_argument("[index] an index can only have a single ellipsis ('...')");
-  if (real > nd) {
-    std::ostringstream msg;
-    msg << "[index] too many indices for an array with " << nd << " dimensions: " << real
-        << " were given";
-    throw std::invalid_argument(msg.str());
-  }
+  check_index_counts(ellipses, real, nd);
   BasicIndex r;
   r.start.assign(nd, 0);
   r.stop = a.shape();
@@ -178,21 +189,12 @@ std::optional<AdvancedIndex> advanced_index(const array& a, nb::handle idx) {
             "[index] arrays used as indices must be integer or boolean, got " +
             dtype_name(x.dtype()));
       }
-    } else if (PyBool_Check(e.ptr())) {
-      throw std::invalid_argument("[index] boolean indices are not supported for reading");
     } else {
-      throw std::invalid_argument(std::string("[index] cannot index with an object of type ") +
-                                  nb::type_name(e.type()).c_str());
+      throw_unsupported_index(e);
     }
   }
   int nd = static_cast<int>(a.ndim());
-  if (ellipses > 1) throw std::invalid_argument("[index] an index can only have a single ellipsis ('...')");
-  if (real > nd) {
-    std::ostringstream msg;
-    msg << "[index] too many indices for an array with " << nd << " dimensions: " << real
-        << " were given";
-    throw std::invalid_argument(msg.str());
-  }
+  check_index_counts(ellipses, real, nd);
   AdvancedIndex r;
   nb::list basic;
   std::vector<array> idx_arrays;
