@@ -1,6 +1,7 @@
 #include "tessera/memory/allocator.h"
 
 #include "tessera/backend/gpu.h"
+#include "tessera/core/device.h"
 
 #include <unistd.h>
 
@@ -241,7 +242,10 @@ size_t set_memory_limit(size_t limit) {
 }
 size_t set_cache_limit(size_t limit) { return allocator::host_allocator().set_cache_limit(limit); }
 size_t set_wired_limit(size_t) { return 0; }
+// Work still in flight holds buffers that it frees when it ends: wait for it,
+// so that what it frees is given back too.
 void clear_cache() {
+  synchronize();
   allocator::host_allocator().clear();
   gpu::clear_cache();
 }
