@@ -20,6 +20,9 @@ int device_count();
 void stream_created(const Stream& s);
 // Blocks until the GPU has run all work queued on s.
 void synchronize(const Stream& s);
+// Launches the work of s that the backend holds back to batch it (Note [Tiny
+// ops] in backend/cuda/tiny.h); nothing for a CPU stream.
+void flush(const Stream& s);
 // After a task's eval_gpu (also one that threw): frees the scratch memory it
 // took (stream-ordered) and lets its buffers be evicted again.
 void task_done(const Stream& s);

@@ -153,8 +153,9 @@ class Batcher {
     if (tasks_.empty()) return;
     auto batch = std::make_shared<std::vector<NodeTask>>(std::move(tasks_));
     tasks_.clear();
-    uint64_t seq = scheduler::enqueue(stream_, [batch] {
+    uint64_t seq = scheduler::enqueue(stream_, [batch, stream = stream_] {
       for (auto& t : *batch) t();
+      gpu::flush(stream);
     });
     for (auto& out : outputs_) out.set_event(stream_.index, seq);
     outputs_.clear();
@@ -207,7 +208,10 @@ void schedule(const std::vector<array>& outputs, bool synchronous) {
   struct InlineGuard {
     std::optional<Stream>& s;
     ~InlineGuard() {
-      if (s) scheduler::end_inline(*s);
+      if (s) {
+        gpu::flush(*s);
+        scheduler::end_inline(*s);
+      }
     }
   } guard{inline_stream};
   Batcher batcher;

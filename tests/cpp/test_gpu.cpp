@@ -126,6 +126,59 @@ TEST(Residency, TwoGpuStreamsAndACpuStreamShareArrays) {
   EXPECT_NEAR(total.item<float>(), want, want * 1e-5);
 }
 
+// Note [Tiny ops] (backend/cuda/tiny.h): ops on a few elements are batched
+// and launched later. Chains longer than a batch, every batched op and dtype,
+// a launched kernel and another stream reading a batched result, and host
+// reads after async_eval must all see the values in program order.
+TEST(Residency, TinyOpsRunInProgramOrder) {
+  REQUIRE_GPU();
+  Stream g1 = new_stream(Device::gpu);
+  Stream g2 = new_stream(Device::gpu);
+  const int n = 37;
+  std::vector<float> v(n);
+  for (int i = 0; i < n; ++i) v[i] = float(i % 11) - 5;
+  std::vector<double> ref(v.begin(), v.end());
+  array x = host_array(v, {n});
+  for (int k = 0; k < 400; ++k) {  // > 3 batches; values stay small integers
+    switch (k % 5) {
+      case 0: x = add(x, array(3.f), g1); for (auto& r : ref) r += 3; break;
+      case 1: x = multiply(x, array(2.f), g1); for (auto& r : ref) r *= 2; break;
+      case 2: x = maximum(subtract(x, array(7.f), g1), array(-50.f), g1);
+              for (auto& r : ref) r = std::max(r - 7, -50.0); break;
+      case 3: x = minimum(x, array(60.f), g1); for (auto& r : ref) r = std::min(r, 60.0); break;
+      case 4: x = divide(x, array(2.f), g1); for (auto& r : ref) r /= 2; break;
+    }
+    if (k % 97 == 0) async_eval(x);
+  }
+  // A launched kernel (more than kTinyMax elements) on the same stream and a
+  // tiny op on another stream both read the batched result.
+  array big = add(zeros({8192}, float32), slice(x, {0}, {1}), g1);  // x[0] broadcast
+  array other = multiply(x, array(3.f), g2);
+  eval({big, other});
+  const float* px = x.data<float>();
+  const float* po = other.data<float>();
+  for (int i = 0; i < n; ++i) {
+    ASSERT_EQ(px[i], ref[i]) << i;
+    ASSERT_EQ(po[i], 3 * ref[i]) << i;
+  }
+  const float* pb = big.data<float>();
+  for (int i = 0; i < 8192; i += 97) ASSERT_EQ(pb[i], ref[0]) << i;
+
+  // Every dtype the batch kernel runs, against the same ops on the CPU.
+  for (Dtype t : {float32, float16, bfloat16, float64, int32, uint32, int64, uint64}) {
+    array a = astype(arange(0, 300), t), b = astype(add(remainder(arange(0, 300), array(7)), array(1)), t);
+    auto chain = [&](StreamOrDevice s) {
+      array r = add(multiply(a, b, s), array(3, t), s);
+      r = subtract(maximum(r, b, s), minimum(a, b, s), s);
+      if (is_floating_point(t)) r = divide(r, b, s);
+      return r;
+    };
+    array g = chain(g1), c = chain(Device::cpu);
+    eval({g, c});
+    ASSERT_TRUE(array_equal(g, c).item<bool>()) << dtype_name(t);
+  }
+}
+
 TEST(Residency, EvictionUnderASmallMemoryLimit) {
   REQUIRE_GPU();
   clear_cache();

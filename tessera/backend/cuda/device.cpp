@@ -5,11 +5,13 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
 
+#include "tessera/backend/cuda/tiny.h"
 #include "tessera/backend/gpu.h"
 #include "tessera/memory/allocator.h"
 
@@ -100,6 +102,8 @@ struct CudaState {
   cudaStream_t copy_stream = nullptr;
   cudaMemPool_t pool = nullptr;
   std::vector<cudaEvent_t> free_events;
+  // Per stream index, the tiny ops not launched yet (Note [Tiny ops]).
+  std::vector<std::unique_ptr<TinyBatch>> tiny;
   BufferStorage* lru_head = nullptr;
   BufferStorage* lru_tail = nullptr;
   // Free small blocks by (stream index, block size), see Note [Small blocks].
@@ -134,10 +138,16 @@ CudaState& state() {
 
 // Everything below that ends in _locked expects state().mutex to be held.
 
+// The stream of index `index`, for queueing work on it or waiting for it:
+// its pending tiny ops are launched first (Note [Tiny ops]).
 cudaStream_t stream_locked(int index) {
   auto& st = state();
   if (index < 0 || index >= static_cast<int>(st.streams.size()) || !st.streams[index]) {
     return st.copy_stream;
+  }
+  if (index < static_cast<int>(st.tiny.size()) && st.tiny[index] && st.tiny[index]->count > 0) {
+    launch_tiny(*st.tiny[index], st.streams[index]);
+    st.tiny[index]->count = 0;
   }
   return st.streams[index];
 }
@@ -368,7 +378,7 @@ void mark_in_use_locked(BufferStorage* b) {
 }
 
 // Makes the device copy of b exist and valid for work on stream s.
-void ensure_device_locked(BufferStorage* b, const Stream& s, cudaStream_t cs) {
+void ensure_device_locked(BufferStorage* b, const Stream& s) {
   mark_in_use_locked(b);
   if (!b->device) {
     // Allocated on the copy stream, which writes it first.
@@ -381,18 +391,23 @@ void ensure_device_locked(BufferStorage* b, const Stream& s, cudaStream_t cs) {
   }
   if (!b->device_valid) upload_locked(b);
   if (b->device_stream == kCopyStream && b->upload_event) {
-    TESSERA_CUDA_CHECK(cudaStreamWaitEvent(cs, static_cast<cudaEvent_t>(b->upload_event), 0));
+    TESSERA_CUDA_CHECK(cudaStreamWaitEvent(stream_locked(s.index),
+                                           static_cast<cudaEvent_t>(b->upload_event), 0));
   } else if (b->device_stream != s.index) {
-    order_after_locked(cs, b->device_stream);
+    order_after_locked(stream_locked(s.index), b->device_stream);
   }
   b->device_stream = s.index;
 }
 
-// The cudaStream_t of GPU stream s.
-cudaStream_t gpu_stream_locked(const Stream& s) {
+void check_gpu_stream(const Stream& s) {
   if (s.device != Device::gpu) {
     throw std::logic_error("[gpu::cuda_stream] stream is not a GPU stream (bug)");
   }
+}
+
+// The cudaStream_t of GPU stream s.
+cudaStream_t gpu_stream_locked(const Stream& s) {
+  check_gpu_stream(s);
   return stream_locked(s.index);
 }
 
@@ -416,19 +431,37 @@ cudaStream_t cuda_stream(const Stream& s) {
   return gpu_stream_locked(s);
 }
 
+void enqueue_tiny(const Stream& s, const TinyOp& op) {
+  auto& st = state();
+  std::lock_guard l(st.mutex);
+  if (static_cast<int>(st.tiny.size()) <= s.index) st.tiny.resize(s.index + 1);
+  auto& batch = st.tiny[s.index];
+  if (!batch) batch = std::make_unique<TinyBatch>();
+  if (batch->count == kTinyBatch) stream_locked(s.index);  // launches the full batch
+  batch->ops[batch->count++] = op;
+}
+
+void flush(const Stream& s) {
+  if (s.device != Device::gpu) return;
+  std::lock_guard l(state().mutex);
+  stream_locked(s.index);
+}
+
 void synchronize(const Stream& s) { TESSERA_CUDA_CHECK(cudaStreamSynchronize(cuda_stream(s))); }
 
 const void* device_ptr(const array& a, const Stream& s) {
   auto* b = a.buffer().storage();
+  check_gpu_stream(s);
   std::lock_guard l(state().mutex);
-  ensure_device_locked(b, s, gpu_stream_locked(s));
+  ensure_device_locked(b, s);
   return element_ptr(b->device, a);
 }
 
 void* writable_device_ptr(array& out, const Stream& s) {
   auto* b = out.buffer().storage();
+  check_gpu_stream(s);
   std::lock_guard l(state().mutex);
-  ensure_device_locked(b, s, gpu_stream_locked(s));
+  ensure_device_locked(b, s);
   b->host_valid = false;
   return element_ptr(b->device, out);
 }

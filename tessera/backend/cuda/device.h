@@ -24,6 +24,7 @@
 #include <cstdint>
 
 #include "tessera/core/array.h"
+#include "tessera/backend/cuda/tiny.h"
 #include "tessera/core/device.h"
 
 namespace tessera::gpu {
@@ -59,6 +60,11 @@ T* allocate_output(array& out, const Stream& s) {
 // For an output that took over an input's buffer (array::move_shared_buffer):
 // the device address to write, marking the host copy stale.
 void* writable_device_ptr(array& out, const Stream& s);
+
+// Appends a tiny op to s's pending batch (Note [Tiny ops] in tiny.h) instead
+// of launching a kernel; its operands are device_ptr / allocate_output
+// addresses obtained for s.
+void enqueue_tiny(const Stream& s, const TinyOp& op);
 
 // Scratch device memory freed after the work queued on s so far (e.g. for
 // cuBLASLt workspaces and reduction partials).

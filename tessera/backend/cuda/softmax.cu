@@ -78,22 +78,35 @@ __global__ void __launch_bounds__(kMaxThreads)
         for (int k = 0; k < V; ++k) c[u * V + k] = (active && i + k < n) ? convert<C>(x[i + k]) : -C(INFINITY);
       }
     }
+    // One exp per element: c becomes exp(c - m_t) with this thread's max
+    // m_t, scaled to exp(c - m) / s once the row's m and s are known. A
+    // thread whose values are all -inf keeps them and computes
+    // exp(c - m) / s directly (NaN for a row of -inf, as on the CPU).
     MaxSum<C> ms{-C(INFINITY), C(0)};
 #pragma unroll
     for (int q = 0; q < VPT * V; ++q) ms.m = (c[q] > ms.m || c[q] != c[q]) ? c[q] : ms.m;
-    if (ms.m != -C(INFINITY)) {
+    const C mt = ms.m;
+    const bool scaled = mt != -C(INFINITY);
+    if (scaled) {
 #pragma unroll
-      for (int q = 0; q < VPT * V; ++q) ms.s += exp_(c[q] - ms.m);
+      for (int q = 0; q < VPT * V; ++q) {
+        c[q] = exp_(c[q] - mt);
+        ms.s += c[q];
+      }
     }
     ms = group_reduce(ms, g, merge_ms<C>);
     const C inv = C(1) / ms.s;
+    const C scale = scaled ? exp_(mt - ms.m) * inv : C(0);
     if (active) {
 #pragma unroll
       for (int u = 0; u < VPT; ++u) {
         const int i = (u * g + lane) * V;
         Vec<T, V> o;
 #pragma unroll
-        for (int k = 0; k < V; ++k) o.v[k] = convert<T>(exp_(c[u * V + k] - ms.m) * inv);
+        for (int k = 0; k < V; ++k) {
+          const C e = scaled ? c[u * V + k] * scale : exp_(c[u * V + k] - ms.m) * inv;
+          o.v[k] = convert<T>(e);
+        }
         if (aligned && i + V <= n) {
           *reinterpret_cast<Vec<T, V>*>(y + i) = o;
         } else {
@@ -160,8 +173,11 @@ template <typename K>
 int64_t grid_for(K kernel, int threads, int64_t blocks) {
   int per_sm = 0;
   TESSERA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
+  // One pass of blocks (a softmax of 8192 rows of 32768 float32 on an H200:
+  // 4.1 TB/s with a block per row, 3.9 with one block per multiprocessor
+  // looping over rows); the cap only bounds the grid.
   int64_t resident = int64_t(properties().multiProcessorCount) * std::max(per_sm, 1);
-  return std::max<int64_t>(1, std::min(blocks, resident * 4));
+  return std::max<int64_t>(1, std::min(blocks, resident * 1024));
 }
 
 template <typename T, int VPT>

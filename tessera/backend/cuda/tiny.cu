@@ -1,0 +1,63 @@
+// The kernel that runs a batch of tiny elementwise ops (Note [Tiny ops] in
+// tiny.h): one block, the ops one after another, each over all threads.
+#include "tessera/backend/cuda/elementwise.cuh"
+#include "tessera/backend/cuda/tiny.h"
+
+namespace tessera::gpu {
+
+namespace {
+
+constexpr int kTinyThreads = 256;
+
+template <typename T, typename Op>
+__device__ __forceinline__ void run(const TinyOp& op, const Op& f) {
+  const T* a = static_cast<const T*>(op.a);
+  const T* b = static_cast<const T*>(op.b);
+  T* out = static_cast<T*>(op.out);
+  for (int i = threadIdx.x; i < op.n; i += kTinyThreads) {
+    out[i] = from_compute<T>(f(to_compute(a[op.a_scalar ? 0 : i]), to_compute(b[op.b_scalar ? 0 : i])));
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ void run_typed(const TinyOp& op) {
+  switch (op.code) {
+    case TinyCode::add: return run<T>(op, cpu::Add{});
+    case TinyCode::subtract: return run<T>(op, cpu::Subtract{});
+    case TinyCode::multiply: return run<T>(op, cpu::Multiply{});
+    case TinyCode::divide:
+      // Divide is queued for floats only (integers are divided as floats).
+      if constexpr (!std::is_integral_v<T>) run<T>(op, cpu::Divide{});
+      return;
+    case TinyCode::maximum: return run<T>(op, cpu::Maximum{});
+    case TinyCode::minimum: return run<T>(op, cpu::Minimum{});
+  }
+}
+
+__global__ void __launch_bounds__(kTinyThreads) tiny_kernel(const TinyBatch batch) {
+  for (int k = 0; k < batch.count; ++k) {
+    const TinyOp& op = batch.ops[k];
+    switch (op.type) {
+      case TinyType::f32: run_typed<float>(op); break;
+      case TinyType::f16: run_typed<__half>(op); break;
+      case TinyType::bf16: run_typed<__nv_bfloat16>(op); break;
+      case TinyType::f64: run_typed<double>(op); break;
+      case TinyType::i32: run_typed<int32_t>(op); break;
+      case TinyType::u32: run_typed<uint32_t>(op); break;
+      case TinyType::i64: run_typed<int64_t>(op); break;
+      case TinyType::u64: run_typed<uint64_t>(op); break;
+    }
+    // The next op may read what this one wrote (a barrier orders the
+    // block's global memory accesses).
+    __syncthreads();
+  }
+}
+
+}  // namespace
+
+void launch_tiny(const TinyBatch& batch, cudaStream_t st) {
+  tiny_kernel<<<1, kTinyThreads, 0, st>>>(batch);
+  check_launch("tiny ops");
+}
+
+}  // namespace tessera::gpu
