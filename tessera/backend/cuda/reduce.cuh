@@ -101,8 +101,22 @@ __device__ __forceinline__ A warp_reduce(A acc, int g, M merge) {
   return acc;
 }
 
+template <typename A>
+__device__ __forceinline__ A shfl_down(const A& v, int delta) {
+  constexpr int W = (sizeof(A) + 3) / 4;
+  uint32_t w[W] = {};
+  memcpy(w, &v, sizeof(A));
+#pragma unroll
+  for (int k = 0; k < W; ++k) w[k] = __shfl_down_sync(0xffffffffu, w[k], delta);
+  A r;
+  memcpy(&r, w, sizeof(A));
+  return r;
+}
+
 // Combines acc over the whole block (blockDim.x a multiple of 32, <= 1024);
-// every thread gets the total. All threads must call it. The order of the
+// every thread gets the total. All threads must call it. The warps' totals
+// are combined by the first warp in a tree (a serial pass by every thread
+// cost softmax's merges, two exps each, as much as its rows); the order of the
 // merges depends only on the block size, so results are deterministic.
 template <typename A, typename M>
 __device__ __forceinline__ A block_reduce(A acc, M merge) {
@@ -113,8 +127,16 @@ __device__ __forceinline__ A block_reduce(A acc, M merge) {
   acc = warp_reduce(acc, 32, merge);
   if (lane == 0) warp_totals[warp] = acc;
   __syncthreads();
+  if (warp == 0) {
+    acc = warp_totals[lane < nwarps ? lane : 0];
+    for (int off = 16; off > 0; off /= 2) {
+      A other = shfl_down(acc, off);
+      if (lane + off < nwarps) acc = merge(acc, other);
+    }
+    if (lane == 0) warp_totals[0] = acc;
+  }
+  __syncthreads();
   acc = warp_totals[0];
-  for (int w = 1; w < nwarps; ++w) acc = merge(acc, warp_totals[w]);
   __syncthreads();  // warp_totals may be reused by the next call
   return acc;
 }
