@@ -240,7 +240,7 @@ TEST(QuantizedMatmul, MatchesTheProductWithTheDequantizedMatrix) {
           auto q = quantize(wf, g, bits, "affine", std::nullopt, d);
           auto W = as_doubles(dequantize(q[0], q[1], q[2], g, bits, "affine", std::nullopt,
                                          float64, d));
-          for (Shape xs : {Shape{5, K}, Shape{2, 3, K}, Shape{K}, Shape{0, K}}) {
+          for (Shape xs : {Shape{3, K}, Shape{2, 3, K}, Shape{K}, Shape{0, K}, Shape{4, 10, K}}) {
             array x = astype(random_f64(xs, 4), t);
             array y = quantized_matmul(x, q[0], q[1], q[2], transpose, g, bits, "affine", d);
             Shape want_shape = xs;
@@ -264,17 +264,17 @@ TEST(QuantizedMatmul, BatchedWeightsBroadcastWithX) {
     array wf = random_f64({B, N, K}, 5);
     auto q = quantize(wf, g, 4, "affine", std::nullopt, d);
     EXPECT_EQ(q[0].shape(), (Shape{B, N, K / 8}));
-    array x = random_f64({2, 1, 7, K}, 6);  // batch (2, 1) against (3,)
+    array x = random_f64({2, 1, 9, K}, 6);  // batch (2, 1) against (3,)
     array y = quantized_matmul(x, q[0], q[1], q[2], true, g, 4, "affine", d);
-    ASSERT_EQ(y.shape(), (Shape{2, B, 7, N}));
+    ASSERT_EQ(y.shape(), (Shape{2, B, 9, N}));
     auto xv = as_doubles(x), yv = as_doubles(y);
     for (int b = 0; b < B; ++b) {
       auto W = as_doubles(dequantize(take(q[0], array(b), 0), take(q[1], array(b), 0),
                                      take(q[2], array(b), 0), g, 4));
       for (int i = 0; i < 2; ++i) {
-        std::vector<double> xi(xv.begin() + i * 7 * K, xv.begin() + (i + 1) * 7 * K);
-        auto want = matmul_reference(xi, 7, K, W, N, true);
-        std::vector<double> got(yv.begin() + (i * B + b) * 7 * N, yv.begin() + (i * B + b + 1) * 7 * N);
+        std::vector<double> xi(xv.begin() + i * 9 * K, xv.begin() + (i + 1) * 9 * K);
+        auto want = matmul_reference(xi, 9, K, W, N, true);
+        std::vector<double> got(yv.begin() + (i * B + b) * 9 * N, yv.begin() + (i * B + b + 1) * 9 * N);
         expect_close(got, want, 1e-12, "batch " + std::to_string(i) + "," + std::to_string(b));
       }
     }
@@ -324,32 +324,50 @@ TEST(QuantizedMatmul, GradientWithRespectToWIsRefused) {
                std::invalid_argument);
 }
 
+namespace {
+
+// Weights whose 3-bit quantization is exact: every group of 32 holds each
+// integer in [-3, 4] (scale 1, bias -3), so products with small integers are
+// exact in any order of summation (BLAS or not, batched or not).
+array exact_weights(const Shape& shape) {
+  std::vector<double> v(shape_size(shape));
+  const int64_t K = shape.back();
+  for (size_t i = 0; i < v.size(); ++i) {
+    int64_t r = static_cast<int64_t>(i) / K, j = static_cast<int64_t>(i) % K;
+    v[i] = static_cast<double>((r * 7 + j * 3) % 8) - 3;
+  }
+  return array(v.begin(), shape, float64);
+}
+
+}  // namespace
+
 TEST(QuantizedMatmul, VmapMatchesALoop) {
   const int g = 32, K = 64, N = 32, B = 3;
-  auto q = quantize(random_f64({N, K}, 15), g, 4);
-  auto qb = quantize(random_f64({B, N, K}, 16), g, 4);
+  auto q = quantize(exact_weights({N, K}), g, 3);
+  auto qb = quantize(exact_weights({B, N, K}), g, 3);
+  EXPECT_EQ(grad_check::values(q[1]), std::vector<double>(N * K / g, 1.0));
   grad_check::on_each_device([&] {
     auto qmm = [](const std::vector<array>& a) {
-      return std::vector<array>{quantized_matmul(a[0], a[1], a[2], a[3], true, 32, 4)};
+      return std::vector<array>{quantized_matmul(a[0], a[1], a[2], a[3], true, 32, 3)};
     };
     auto qmm_t = [](const std::vector<array>& a) {
-      return std::vector<array>{quantized_matmul(a[0], a[1], a[2], a[3], false, 32, 4)};
+      return std::vector<array>{quantized_matmul(a[0], a[1], a[2], a[3], false, 32, 3)};
     };
-    const double ulps = 64;
+    using grad_check::integers_f64;
     // x batched (matrix and vector elements), weights shared.
-    grad_check::check_vmap("x batched", qmm, {random_f64({B, 5, K}, 17), q[0], q[1], q[2]},
-                           {0, -1, -1, -1}, ulps);
-    grad_check::check_vmap("x batched axis 1", qmm, {random_f64({5, B, K}, 18), q[0], q[1], q[2]},
-                           {1, -1, -1, -1}, ulps);
-    grad_check::check_vmap("x vectors", qmm_t, {random_f64({B, N}, 19), q[0], q[1], q[2]},
-                           {0, -1, -1, -1}, ulps);
+    grad_check::check_vmap("x batched", qmm, {integers_f64({B, 5, K}, 17), q[0], q[1], q[2]},
+                           {0, -1, -1, -1});
+    grad_check::check_vmap("x batched axis 1", qmm, {integers_f64({5, B, K}, 18), q[0], q[1], q[2]},
+                           {1, -1, -1, -1});
+    grad_check::check_vmap("x vectors", qmm_t, {integers_f64({B, N}, 19), q[0], q[1], q[2]},
+                           {0, -1, -1, -1});
     // weights batched, x shared or batched.
-    grad_check::check_vmap("w batched", qmm, {random_f64({2, 5, K}, 20), qb[0], qb[1], qb[2]},
-                           {-1, 0, 0, 0}, ulps);
-    grad_check::check_vmap("both batched", qmm, {random_f64({B, K}, 21), qb[0], qb[1], qb[2]},
-                           {0, 0, 0, 0}, ulps);
+    grad_check::check_vmap("w batched", qmm, {integers_f64({2, 5, K}, 20), qb[0], qb[1], qb[2]},
+                           {-1, 0, 0, 0});
+    grad_check::check_vmap("both batched", qmm, {integers_f64({B, K}, 21), qb[0], qb[1], qb[2]},
+                           {0, 0, 0, 0});
     grad_check::check_vmap("scales batched", qmm,
-                           {random_f64({4, K}, 22), q[0], qb[1], q[2]}, {-1, -1, 0, -1}, ulps);
+                           {integers_f64({4, K}, 22), q[0], qb[1], q[2]}, {-1, -1, 0, -1});
     // quantize and dequantize.
     grad_check::check_vmap("quantize", [](const std::vector<array>& a) { return quantize(a[0], 32, 4); },
                            {random_f64({B, 4, K}, 23)}, {0});
@@ -358,7 +376,7 @@ TEST(QuantizedMatmul, VmapMatchesALoop) {
                            {random_f64({4, K, B}, 24)}, {2});
     grad_check::check_vmap("dequantize",
                            [](const std::vector<array>& a) {
-                             return std::vector<array>{dequantize(a[0], a[1], a[2], 32, 4)};
+                             return std::vector<array>{dequantize(a[0], a[1], a[2], 32, 3)};
                            },
                            {qb[0], qb[1], q[2]}, {0, 0, -1});
   });

@@ -88,7 +88,7 @@ def test_quantized_matmul_matches_numpy(transpose, bits):
     w = RNG.standard_normal((N, K) if transpose else (K, N)).astype(np.float32)
     wq, scales, biases = mx.quantize(mx.array(w), 64, bits)
     W = np_dequantize(*(np.array(a) for a in (wq, scales, biases)), 64, bits)
-    for shape in [(5, K), (2, 3, K), (K,)]:
+    for shape in [(5, K), (2, 3, K), (K,), (40, K)]:
         x = RNG.standard_normal(shape).astype(np.float32)
         y = mx.quantized_matmul(mx.array(x), wq, scales, biases, transpose=transpose,
                                 group_size=64, bits=bits)

@@ -20,6 +20,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <stdexcept>
+#include <type_traits>
 
 #ifdef __CUDACC__
 #define TESSERA_QUANT_HD __host__ __device__ __forceinline__
@@ -55,6 +57,37 @@ TESSERA_QUANT_HD void pack32(const uint32_t* q, int bits, uint32_t* out) {
       filled -= 32;
     }
   }
+}
+
+// The 32 values held by `B` consecutive words (a group's chunk of 32).
+template <int B>
+TESSERA_QUANT_HD void unpack32(const uint32_t* words, uint32_t* q) {
+  // Every position is a compile-time constant once the loop is unrolled.
+#ifdef __CUDACC__
+#pragma unroll
+#else
+#pragma GCC unroll 32
+#endif
+  for (int i = 0; i < 32; ++i) {
+    const int p = i * B, w = p >> 5, shift = p & 31;
+    uint32_t v = words[w] >> shift;
+    if (shift + B > 32) v |= words[w + 1] << (32 - shift);
+    q[i] = v & ((1u << B) - 1u);
+  }
+}
+
+// Calls f(std::integral_constant<int, B>{}) for bits B in {2, 3, 4, 5, 6, 8}.
+template <typename F>
+inline void dispatch_bits(int bits, F&& f) {
+  switch (bits) {
+    case 2: f(std::integral_constant<int, 2>{}); return;
+    case 3: f(std::integral_constant<int, 3>{}); return;
+    case 4: f(std::integral_constant<int, 4>{}); return;
+    case 5: f(std::integral_constant<int, 5>{}); return;
+    case 6: f(std::integral_constant<int, 6>{}); return;
+    case 8: f(std::integral_constant<int, 8>{}); return;
+  }
+  throw std::logic_error("[quantization] unsupported bits reached a kernel (bug)");
 }
 
 // The scale of a group with extremes lo and hi (before rounding to the stored dtype).

@@ -22,6 +22,10 @@ namespace tessera {
 
 namespace {
 
+// Products with at most this many rows of x per weight matrix skip the
+// dequantized tile and BLAS.
+constexpr int kSmallM = 2;
+
 // Calls f(TypeTag<T>{}) for a floating dtype.
 template <typename F>
 void dispatch_float(Dtype t, const char* op, F&& f) {
@@ -43,15 +47,88 @@ template <typename T, typename C>
 void dequantize_rows(const uint32_t* w, const T* scales, const T* biases, int64_t r0, int64_t r1,
                      int64_t values, int group_size, int bits, C* dst) {
   const int64_t words = values * bits / 32, groups = values / group_size;
-  cpu::parallel_for(r1 - r0, std::max<int64_t>(1, 8192 / values), [&](int64_t a, int64_t b) {
-    for (int64_t r = r0 + a; r < r0 + b; ++r) {
-      const uint32_t* row = w + r * words;
-      C* out = dst + (r - r0) * values;
+  quant::dispatch_bits(bits, [&](auto b) {
+    constexpr int B = decltype(b)::value;
+    cpu::parallel_for(r1 - r0, std::max<int64_t>(1, 8192 / values), [&](int64_t a0, int64_t a1) {
+      uint32_t q[32];
+      for (int64_t r = r0 + a0; r < r0 + a1; ++r) {
+        const uint32_t* row = w + r * words;
+        C* out = dst + (r - r0) * values;
+        for (int64_t g = 0; g < groups; ++g) {
+          const C s = static_cast<C>(static_cast<cpu::compute_t<T>>(scales[r * groups + g]));
+          const C z = static_cast<C>(static_cast<cpu::compute_t<T>>(biases[r * groups + g]));
+          for (int64_t c = g * group_size; c < (g + 1) * group_size; c += 32) {
+            quant::unpack32<B>(row + c / 32 * B, q);
+            for (int i = 0; i < 32; ++i) out[c + i] = s * static_cast<C>(q[i]) + z;
+          }
+        }
+      }
+    });
+  });
+}
+
+// y (M, N) = x (M, K) @ W^T with W (N, K) packed, for a few rows of x: each
+// group's values are unpacked once and dotted with every row of x; the bias
+// term uses the rows' sums over the group.
+template <typename T, typename C, int B>
+void small_m_transposed(const C* x, int64_t M, int64_t K, const uint32_t* w, const T* scales,
+                        const T* biases, int64_t N, int group_size, C* y) {
+  const int64_t words = K * B / 32, groups = K / group_size;
+  std::vector<C> xsum(M * groups, C(0));
+  for (int64_t m = 0; m < M; ++m) {
+    for (int64_t k = 0; k < K; ++k) xsum[m * groups + k / group_size] += x[m * K + k];
+  }
+  cpu::parallel_for(N, std::max<int64_t>(1, 16384 / K), [&](int64_t n0, int64_t n1) {
+    uint32_t q[32];
+    C qf[32], acc[kSmallM];
+    C lanes[kSmallM][32];  // per-lane partial dot products of one group (vectorizable)
+    for (int64_t n = n0; n < n1; ++n) {
+      const uint32_t* row = w + n * words;
+      for (int64_t m = 0; m < M; ++m) acc[m] = C(0);
       for (int64_t g = 0; g < groups; ++g) {
-        const C s = static_cast<C>(static_cast<cpu::compute_t<T>>(scales[r * groups + g]));
-        const C z = static_cast<C>(static_cast<cpu::compute_t<T>>(biases[r * groups + g]));
-        for (int64_t i = g * group_size; i < (g + 1) * group_size; ++i) {
-          out[i] = s * static_cast<C>(quant::unpack(row, i, bits)) + z;
+        for (int64_t m = 0; m < M; ++m) std::fill(lanes[m], lanes[m] + 32, C(0));
+        for (int64_t c = g * group_size; c < (g + 1) * group_size; c += 32) {
+          quant::unpack32<B>(row + c / 32 * B, q);
+          for (int i = 0; i < 32; ++i) qf[i] = static_cast<C>(q[i]);
+          for (int64_t m = 0; m < M; ++m) {
+            const C* xm = x + m * K + c;
+            for (int i = 0; i < 32; ++i) lanes[m][i] += qf[i] * xm[i];
+          }
+        }
+        const C s = static_cast<C>(static_cast<cpu::compute_t<T>>(scales[n * groups + g]));
+        const C z = static_cast<C>(static_cast<cpu::compute_t<T>>(biases[n * groups + g]));
+        for (int64_t m = 0; m < M; ++m) {
+          C dot = C(0);
+          for (int i = 0; i < 32; ++i) dot += lanes[m][i];
+          acc[m] += s * dot + z * xsum[m * groups + g];
+        }
+      }
+      for (int64_t m = 0; m < M; ++m) y[m * N + n] = acc[m];
+    }
+  });
+}
+
+// y (M, N) = x (M, K) @ W with W (K, N) packed, for a few rows of x: threads
+// own blocks of output columns and add x[m, k] * W[k, block] over k.
+template <typename T, typename C, int B>
+void small_m_plain(const C* x, int64_t M, int64_t K, const uint32_t* w, const T* scales,
+                   const T* biases, int64_t N, int group_size, C* y) {
+  const int64_t words = N * B / 32, groups = N / group_size;
+  std::fill(y, y + M * N, C(0));
+  cpu::parallel_for(groups, std::max<int64_t>(1, 16384 / (K * group_size)), [&](int64_t g0, int64_t g1) {
+    uint32_t q[32];
+    for (int64_t k = 0; k < K; ++k) {
+      const uint32_t* row = w + k * words;
+      for (int64_t g = g0; g < g1; ++g) {
+        const C s = static_cast<C>(static_cast<cpu::compute_t<T>>(scales[k * groups + g]));
+        const C z = static_cast<C>(static_cast<cpu::compute_t<T>>(biases[k * groups + g]));
+        for (int64_t c = g * group_size; c < (g + 1) * group_size; c += 32) {
+          quant::unpack32<B>(row + c / 32 * B, q);
+          for (int64_t m = 0; m < M; ++m) {
+            const C a = x[m * K + k] * s, bz = x[m * K + k] * z;
+            C* ym = y + m * N + c;
+            for (int i = 0; i < 32; ++i) ym[i] += a * static_cast<C>(q[i]) + bz;
+          }
         }
       }
     }
@@ -161,11 +238,23 @@ void QuantizedMatmul::eval_cpu(const std::vector<array>& inputs, array& out) {
       ys = out_buf.data();
     }
     if (K == 0) std::fill(ys, ys + out.size(), C(0));
-    // Rows of w per tile: about 256K values, at least 16 rows.
-    const int64_t tile_rows = std::min<int64_t>(w_rows, std::max<int64_t>(16, (1 << 18) / values));
-    std::vector<C> tile(tile_rows * values);
     const int64_t words = w.shape(-1), groups = values / group_size_;
-    for (int64_t b = 0; b < batches; ++b) {
+    if (M <= kSmallM && K > 0) {
+      quant::dispatch_bits(bits_, [&](auto bits) {
+        constexpr int B = decltype(bits)::value;
+        for (int64_t b = 0; b < batches; ++b) {
+          const uint32_t* wb = w.data<uint32_t>() + b * w_rows * words;
+          const T* sb = scales.data<T>() + b * w_rows * groups;
+          const T* zb = biases.data<T>() + b * w_rows * groups;
+          auto kernel = transpose_ ? small_m_transposed<T, C, B> : small_m_plain<T, C, B>;
+          kernel(xs + b * M * K, M, K, wb, sb, zb, N, group_size_, ys + b * M * N);
+        }
+      });
+    }
+    // Rows of w per tile: about 1M values, at least 16 rows.
+    const int64_t tile_rows = std::min<int64_t>(w_rows, std::max<int64_t>(16, (1 << 20) / values));
+    std::vector<C> tile(M <= kSmallM ? 0 : tile_rows * values);
+    for (int64_t b = 0; b < batches && M > kSmallM; ++b) {
       const uint32_t* wb = w.data<uint32_t>() + b * w_rows * words;
       const T* sb = scales.data<T>() + b * w_rows * groups;
       const T* zb = biases.data<T>() + b * w_rows * groups;
