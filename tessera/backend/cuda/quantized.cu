@@ -4,9 +4,11 @@
 //   quantize    one thread per group: its extremes, its scale and bias, then
 //               its values packed 32 at a time (`bits` words per 32 values)
 //   dequantize  one thread per output element
-//   matmul      w dequantized into a temporary of the output's dtype, then
-//               the Matmul primitive's cuBLASLt path on x and that matrix
-//               (a transposed view of it when transpose is true)
+//   matmul      with transpose and at most 8 rows of x per weight matrix
+//               (decoding), one warp per output column reads the packed row
+//               once; otherwise w is dequantized into a temporary of the
+//               output's dtype and the Matmul primitive's cuBLASLt path
+//               multiplies x with it (a transposed view when transpose is true)
 // Inputs that are not row-contiguous are copied into dense buffers first.
 #include <cuda_runtime.h>
 
@@ -95,6 +97,80 @@ __global__ void dequantize_kernel(const uint32_t* __restrict__ w, const T* __res
   }
 }
 
+// y (M, N) = x (M, K) @ W^T for a few rows of x (M <= kSmallM), W (N, K)
+// packed, per batch element blockIdx.y: one warp per output column n. Each
+// lane takes chunks of 32 values (B words), unpacks them and adds
+// scale * (q . x) + bias * sum(x) for every row of x; the warp then sums.
+constexpr int kSmallM = 8;
+
+// M is the rows' bound (1, 2, 4 or 8), rows <= M the actual count.
+template <typename T, int B, int M>
+__global__ void small_m_kernel(const T* __restrict__ x, const uint32_t* __restrict__ w,
+                               const T* __restrict__ scales, const T* __restrict__ biases,
+                               T* __restrict__ y, int rows, int64_t N, int64_t K,
+                               int group_size) {
+  using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const int64_t batch = blockIdx.y;
+  const int64_t n = blockIdx.x * int64_t(blockDim.x / 32) + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (n >= N) return;
+  const int64_t words = K * B / 32, groups = K / group_size, chunks = K / 32;
+  const uint32_t* row = w + (batch * N + n) * words;
+  const T* sc = scales + (batch * N + n) * groups;
+  const T* bi = biases + (batch * N + n) * groups;
+  const T* xb = x + batch * rows * K;
+  C acc[M];
+#pragma unroll
+  for (int m = 0; m < M; ++m) acc[m] = C(0);
+  uint32_t q[32];
+  for (int64_t c = lane; c < chunks; c += 32) {
+    quant::unpack32<B>(row + c * B, q);
+    const int64_t g = c * 32 / group_size;
+    const C s = convert<C>(sc[g]), z = convert<C>(bi[g]);
+#pragma unroll
+    for (int m = 0; m < M; ++m) {
+      if (m >= rows) break;
+      const T* xm = xb + m * K + c * 32;
+      C dot = C(0), sum = C(0);
+#pragma unroll
+      for (int i = 0; i < 32; ++i) {
+        const C v = convert<C>(xm[i]);
+        dot += static_cast<C>(q[i]) * v;
+        sum += v;
+      }
+      acc[m] += s * dot + z * sum;
+    }
+  }
+#pragma unroll
+  for (int m = 0; m < M; ++m) {
+    C v = acc[m];
+    for (int off = 16; off > 0; off /= 2) v += __shfl_down_sync(0xffffffffu, v, off);
+    if (lane == 0 && m < rows) y[(batch * rows + m) * N + n] = convert<T>(v);
+  }
+}
+
+template <typename T, int B>
+void launch_small_m(int rows, const void* x, const void* w, const void* scales,
+                    const void* biases, void* y, int64_t batches, int64_t N, int64_t K,
+                    int group_size, cudaStream_t st) {
+  constexpr int kWarps = 8;
+  dim3 grid(static_cast<unsigned>((N + kWarps - 1) / kWarps), static_cast<unsigned>(batches));
+  auto args = [&](auto kernel) {
+    kernel<<<grid, kWarps * 32, 0, st>>>(
+        static_cast<const T*>(x), static_cast<const uint32_t*>(w), static_cast<const T*>(scales),
+        static_cast<const T*>(biases), static_cast<T*>(y), rows, N, K, group_size);
+  };
+  if (rows <= 1) {
+    args(small_m_kernel<T, B, 1>);
+  } else if (rows <= 2) {
+    args(small_m_kernel<T, B, 2>);
+  } else if (rows <= 4) {
+    args(small_m_kernel<T, B, 4>);
+  } else {
+    args(small_m_kernel<T, B, 8>);
+  }
+}
+
 // out (allocated by the caller, dense) = dequantize(w, scales, biases).
 void dequantize_into(const array& w_in, const array& scales_in, const array& biases_in,
                      array& out, int group_size, int bits, const Stream& s, const char* op) {
@@ -149,9 +225,32 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
     allocate_output(out, s);
     return;
   }
+  const int64_t w_rows = w.shape(-2), values = w.shape(-1) * 32 / bits_;
+  const int64_t batches = static_cast<int64_t>(w.size()) / (w_rows * w.shape(-1));
+  const int64_t rows_per_batch = static_cast<int64_t>(inputs[0].size()) / (transpose_ ? values : w_rows) / batches;
+  if (transpose_ && rows_per_batch <= kSmallM && batches <= 65535) {
+    // Few rows of x: one pass over the packed weights, no dequantized copy.
+    const char* op = "QuantizedMatmul";
+    array x = dense(inputs[0], s, op), wd = dense(w, s, op);
+    array scales = dense(inputs[2], s, op), biases = dense(inputs[3], s, op);
+    const void* xp = device_ptr(x, s);
+    const void* wp = device_ptr(wd, s);
+    const void* sp = device_ptr(scales, s);
+    const void* bp = device_ptr(biases, s);
+    void* yp = allocate_output(out, s);
+    dispatch_float(out.dtype(), op, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      quant::dispatch_bits(bits_, [&](auto b) {
+        launch_small_m<T, decltype(b)::value>(static_cast<int>(rows_per_batch), xp, wp, sp, bp,
+                                              yp, batches, w_rows, values, group_size_,
+                                              cuda_stream(s));
+      });
+    });
+    check_launch(op);
+    return;
+  }
   // W in the output's dtype, with w's shape but for the unpacked last axis.
   Shape w_shape = w.shape();
-  const int64_t w_rows = w.shape(-2), values = w.shape(-1) * 32 / bits_;
   w_shape.back() = static_cast<int>(values);
   array W(w_shape, out.dtype(), nullptr, {});
   dequantize_into(w, inputs[2], inputs[3], W, group_size_, bits_, s, "QuantizedMatmul");
