@@ -346,6 +346,13 @@ TEST(Transforms, EveryPrimitiveHasItsRules) {
   cases.push_back({"eig", [&] { auto [w, e] = linalg::eig(sq, Device::cpu); return std::vector<array>{w, e}; }()});
   cases.push_back({"fft", {fft::rfft(x)}});
   cases.push_back({"random bits", {random::bits({3}, random::key(1))}});
+  array wide = random_f64({4, 32}, 25);
+  auto packed = quantize(wide, 32, 4);
+  cases.push_back({"quantize", packed});
+  cases.push_back({"dequantize", {dequantize(packed[0], packed[1], packed[2], 32, 4)}});
+  cases.push_back({"quantized_matmul",
+                   {quantized_matmul(random_f64({2, 32}, 26), packed[0], packed[1], packed[2],
+                                     true, 32, 4)}});
   std::vector<std::string> missing;
   for (auto& [label, outs] : cases) {
     for (auto& m : missing_rules(outs)) missing.push_back(m + " (" + label + ")");

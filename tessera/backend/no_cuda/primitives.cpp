@@ -6,6 +6,7 @@
 #include "tessera/ops/primitives/decompositions.h"
 #include "tessera/ops/primitives/fft.h"
 #include "tessera/ops/primitives/linalg.h"
+#include "tessera/ops/primitives/quantized.h"
 #include "tessera/ops/primitives/random.h"
 #include "tessera/ops/primitives/reduce.h"
 #include "tessera/ops/primitives/scan.h"
@@ -44,6 +45,7 @@ TESSERA_NO_GPU(Copy)
 TESSERA_NO_GPU(Cos)
 TESSERA_NO_GPU(Cosh)
 TESSERA_NO_GPU(Degrees)
+TESSERA_NO_GPU(Dequantize)
 TESSERA_NO_GPU(Diagonal)
 TESSERA_NO_GPU(Divide)
 TESSERA_NO_GPU(DynamicSlice)
@@ -88,6 +90,8 @@ TESSERA_NO_GPU(Negative)
 TESSERA_NO_GPU(NotEqual)
 TESSERA_NO_GPU(Pad)
 TESSERA_NO_GPU(Power)
+TESSERA_NO_GPU_MULTI(Quantize)
+TESSERA_NO_GPU(QuantizedMatmul)
 TESSERA_NO_GPU(Radians)
 TESSERA_NO_GPU(RandomBits)
 TESSERA_NO_GPU(Real)

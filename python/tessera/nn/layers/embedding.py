@@ -1,6 +1,7 @@
 """Embedding layer."""
 
 import math
+from typing import Optional
 
 import tessera.core as mx
 from tessera.nn.layers.base import Module
@@ -24,3 +25,11 @@ class Embedding(Module):
     def as_linear(self, x):
         """Tied output projection ``x @ weight.T``."""
         return x @ self.weight.T
+
+    def to_quantized(self, group_size: Optional[int] = None, bits: Optional[int] = None,
+                     mode: str = "affine", quantize_input: bool = False) -> Module:
+        """The :class:`QuantizedEmbedding` with this layer's table."""
+        from tessera.nn.layers.quantized import QuantizedEmbedding
+        if quantize_input:
+            raise ValueError("[Embedding.to_quantized] input quantization is not supported")
+        return QuantizedEmbedding.from_embedding(self, group_size, bits, mode)

@@ -1,7 +1,7 @@
 """Identity, Linear and Bilinear layers."""
 
 import math
-from typing import Any
+from typing import Any, Optional
 
 import tessera.core as mx
 from tessera.nn.layers.base import Module
@@ -36,6 +36,15 @@ class Linear(Module):
         if "bias" in self:
             return mx.addmm(self["bias"], x, self["weight"].T)
         return x @ self["weight"].T
+
+    def to_quantized(self, group_size: Optional[int] = None, bits: Optional[int] = None,
+                     mode: str = "affine", quantize_input: bool = False) -> Module:
+        """The :class:`QuantizedLinear` with this layer's weight and bias."""
+        from tessera.nn.layers.quantized import QuantizedLinear
+        if quantize_input:
+            raise ValueError("[Linear.to_quantized] quantize_input needs QQLinear (modes "
+                             "'nvfp4' and 'mxfp8'), which is not implemented")
+        return QuantizedLinear.from_linear(self, group_size, bits, mode)
 
 
 class Bilinear(Module):

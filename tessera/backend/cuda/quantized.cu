@@ -1,0 +1,283 @@
+// eval_gpu of Quantize, Dequantize and QuantizedMatmul (Note [Affine
+// quantization] in backend/common/quantize.h, shared with the CPU kernels).
+//
+//   quantize    one thread per group: its extremes, its scale and bias, then
+//               its values packed 32 at a time (`bits` words per 32 values)
+//   dequantize  one thread per output element
+//   matmul      with transpose and at most 8 rows of x per weight matrix
+//               (decoding), one warp per output column reads the packed row
+//               once; otherwise w is dequantized into a temporary of the
+//               output's dtype and the Matmul primitive's cuBLASLt path
+//               multiplies x with it (a transposed view when transpose is true)
+// Inputs that are not row-contiguous are copied into dense buffers first.
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "tessera/backend/common/quantize.h"
+#include "tessera/backend/common/views.h"
+#include "tessera/backend/cuda/copy.h"
+#include "tessera/backend/cuda/device.h"
+#include "tessera/backend/cuda/reduce.cuh"
+#include "tessera/ops/primitives/linalg.h"
+#include "tessera/ops/primitives/quantized.h"
+
+namespace tessera {
+
+namespace {
+
+using namespace gpu;
+
+constexpr int kThreads = 256;
+
+// a itself when row-contiguous, else a dense device copy.
+array dense(const array& a, const Stream& s, const char* op) {
+  if (a.flags().row_contiguous) return a;
+  array d(a.shape(), a.dtype(), nullptr, {});
+  copy_gpu_to_row_contiguous(a, d, s, op);
+  return d;
+}
+
+// Calls f(TypeTag<T>{}) for the device type T of a floating dtype.
+template <typename F>
+void dispatch_float(Dtype t, const char* op, F&& f) {
+  dispatch_device(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (is_float_v<T>) {
+      f(tag);
+    } else {
+      throw std::logic_error(std::string("[") + op + "] dtype " + dtype_name(t) +
+                             " reached the kernel (bug)");
+    }
+  });
+}
+
+template <typename T>
+__global__ void quantize_kernel(const T* __restrict__ w, uint32_t* __restrict__ packed,
+                                T* __restrict__ scales, T* __restrict__ biases, int64_t groups,
+                                int group_size, int bits) {
+  using C = dev_compute_t<T>;
+  for (int64_t gi = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; gi < groups;
+       gi += int64_t(gridDim.x) * blockDim.x) {
+    const T* x = w + gi * group_size;
+    C lo = widen(x[0]), hi = lo;
+    for (int i = 1; i < group_size; ++i) {
+      C v = widen(x[i]);
+      lo = v < lo ? v : lo;
+      hi = v > hi ? v : hi;
+    }
+    const T s = convert<T>(quant::affine_scale(lo, hi, bits));
+    const T z = convert<T>(lo);
+    scales[gi] = s;
+    biases[gi] = z;
+    const C sc = widen(s), zc = widen(z);
+    uint32_t* dst = packed + gi * group_size * bits / 32;
+    uint32_t q[32];
+    for (int c = 0; c < group_size / 32; ++c) {
+#pragma unroll
+      for (int i = 0; i < 32; ++i) q[i] = quant::affine_q(widen(x[c * 32 + i]), sc, zc, bits);
+      quant::pack32(q, bits, dst + c * bits);
+    }
+  }
+}
+
+template <typename T>
+__global__ void dequantize_kernel(const uint32_t* __restrict__ w, const T* __restrict__ scales,
+                                  const T* __restrict__ biases, T* __restrict__ out, int64_t n,
+                                  int64_t values, int group_size, int bits) {
+  using C = dev_compute_t<T>;
+  const int64_t words = values * bits / 32, groups = values / group_size;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = i / values, k = i - r * values;
+    const int64_t gi = r * groups + k / group_size;
+    const C q = static_cast<C>(quant::unpack(w + r * words, k, bits));
+    out[i] = convert<T>(widen(scales[gi]) * q + widen(biases[gi]));
+  }
+}
+
+// y (M, N) = x (M, K) @ W^T for a few rows of x (M <= kSmallM), W (N, K)
+// packed, per batch element blockIdx.y: one warp per output column n. Each
+// lane takes chunks of 32 values (B words), unpacks them and adds
+// scale * (q . x) + bias * sum(x) for every row of x; the warp then sums.
+constexpr int kSmallM = 8;
+
+// M is the rows' bound (1, 2, 4 or 8), rows <= M the actual count.
+template <typename T, int B, int M>
+__global__ void small_m_kernel(const T* __restrict__ x, const uint32_t* __restrict__ w,
+                               const T* __restrict__ scales, const T* __restrict__ biases,
+                               T* __restrict__ y, int rows, int64_t N, int64_t K,
+                               int group_size) {
+  using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const int64_t batch = blockIdx.y;
+  const int64_t n = blockIdx.x * int64_t(blockDim.x / 32) + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (n >= N) return;
+  const int64_t words = K * B / 32, groups = K / group_size, chunks = K / 32;
+  const uint32_t* row = w + (batch * N + n) * words;
+  const T* sc = scales + (batch * N + n) * groups;
+  const T* bi = biases + (batch * N + n) * groups;
+  const T* xb = x + batch * rows * K;
+  C acc[M];
+#pragma unroll
+  for (int m = 0; m < M; ++m) acc[m] = C(0);
+  uint32_t q[32];
+  for (int64_t c = lane; c < chunks; c += 32) {
+    quant::unpack32<B>(row + c * B, q);
+    const int64_t g = c * 32 / group_size;
+    const C s = convert<C>(sc[g]), z = convert<C>(bi[g]);
+#pragma unroll
+    for (int m = 0; m < M; ++m) {
+      if (m >= rows) break;
+      const T* xm = xb + m * K + c * 32;
+      C dot = C(0), sum = C(0);
+#pragma unroll
+      for (int i = 0; i < 32; ++i) {
+        const C v = convert<C>(xm[i]);
+        dot += static_cast<C>(q[i]) * v;
+        sum += v;
+      }
+      acc[m] += s * dot + z * sum;
+    }
+  }
+#pragma unroll
+  for (int m = 0; m < M; ++m) {
+    C v = acc[m];
+    for (int off = 16; off > 0; off /= 2) v += __shfl_down_sync(0xffffffffu, v, off);
+    if (lane == 0 && m < rows) y[(batch * rows + m) * N + n] = convert<T>(v);
+  }
+}
+
+template <typename T, int B>
+void launch_small_m(int rows, const void* x, const void* w, const void* scales,
+                    const void* biases, void* y, int64_t batches, int64_t N, int64_t K,
+                    int group_size, cudaStream_t st) {
+  constexpr int kWarps = 8;
+  dim3 grid(static_cast<unsigned>((N + kWarps - 1) / kWarps), static_cast<unsigned>(batches));
+  auto args = [&](auto kernel) {
+    kernel<<<grid, kWarps * 32, 0, st>>>(
+        static_cast<const T*>(x), static_cast<const uint32_t*>(w), static_cast<const T*>(scales),
+        static_cast<const T*>(biases), static_cast<T*>(y), rows, N, K, group_size);
+  };
+  if (rows <= 1) {
+    args(small_m_kernel<T, B, 1>);
+  } else if (rows <= 2) {
+    args(small_m_kernel<T, B, 2>);
+  } else if (rows <= 4) {
+    args(small_m_kernel<T, B, 4>);
+  } else {
+    args(small_m_kernel<T, B, 8>);
+  }
+}
+
+// out (allocated by the caller, dense) = dequantize(w, scales, biases).
+void dequantize_into(const array& w_in, const array& scales_in, const array& biases_in,
+                     array& out, int group_size, int bits, const Stream& s, const char* op) {
+  array w = dense(w_in, s, op), scales = dense(scales_in, s, op), biases = dense(biases_in, s, op);
+  const int64_t n = static_cast<int64_t>(out.size()), values = out.shape(-1);
+  const uint32_t* wp = device_ptr<uint32_t>(w, s);
+  const void* sp = device_ptr(scales, s);
+  const void* bp = device_ptr(biases, s);
+  void* op_out = allocate_output(out, s);
+  dispatch_float(out.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    dequantize_kernel<T><<<grid_blocks(n, kThreads), kThreads, 0, cuda_stream(s)>>>(
+        wp, static_cast<const T*>(sp), static_cast<const T*>(bp), static_cast<T*>(op_out), n,
+        values, group_size, bits);
+  });
+  check_launch(op);
+}
+
+}  // namespace
+
+void Quantize::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  const Stream& s = stream();
+  array w = dense(inputs[0], s, "Quantize");
+  void* packed = allocate_output(outputs[0], s);
+  void* scales = allocate_output(outputs[1], s);
+  void* biases = allocate_output(outputs[2], s);
+  if (w.size() == 0) return;
+  const int64_t groups = static_cast<int64_t>(w.size()) / group_size_;
+  const void* x = device_ptr(w, s);
+  dispatch_float(w.dtype(), "Quantize", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    quantize_kernel<T><<<grid_blocks(groups, kThreads), kThreads, 0, cuda_stream(s)>>>(
+        static_cast<const T*>(x), static_cast<uint32_t*>(packed), static_cast<T*>(scales),
+        static_cast<T*>(biases), groups, group_size_, bits_);
+  });
+  check_launch("Quantize");
+}
+
+void Dequantize::eval_gpu(const std::vector<array>& inputs, array& out) {
+  if (out.size() == 0) {
+    allocate_output(out, stream());
+    return;
+  }
+  dequantize_into(inputs[0], inputs[1], inputs[2], out, group_size_, bits_, stream(),
+                  "Dequantize");
+}
+
+void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
+  const Stream& s = stream();
+  const array& w = inputs[1];
+  if (out.size() == 0) {
+    allocate_output(out, s);
+    return;
+  }
+  const int64_t w_rows = w.shape(-2), values = w.shape(-1) * 32 / bits_;
+  const int64_t batches = static_cast<int64_t>(w.size()) / (w_rows * w.shape(-1));
+  const int64_t rows_per_batch = static_cast<int64_t>(inputs[0].size()) / (transpose_ ? values : w_rows) / batches;
+  if (transpose_ && rows_per_batch <= kSmallM && batches <= 65535) {
+    // Few rows of x: one pass over the packed weights, no dequantized copy.
+    const char* op = "QuantizedMatmul";
+    array x = dense(inputs[0], s, op), wd = dense(w, s, op);
+    array scales = dense(inputs[2], s, op), biases = dense(inputs[3], s, op);
+    const void* xp = device_ptr(x, s);
+    const void* wp = device_ptr(wd, s);
+    const void* sp = device_ptr(scales, s);
+    const void* bp = device_ptr(biases, s);
+    void* yp = allocate_output(out, s);
+    dispatch_float(out.dtype(), op, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      quant::dispatch_bits(bits_, [&](auto b) {
+        launch_small_m<T, decltype(b)::value>(static_cast<int>(rows_per_batch), xp, wp, sp, bp,
+                                              yp, batches, w_rows, values, group_size_,
+                                              cuda_stream(s));
+      });
+    });
+    check_launch(op);
+    return;
+  }
+  // W in the output's dtype, with w's shape but for the unpacked last axis.
+  Shape w_shape = w.shape();
+  w_shape.back() = static_cast<int>(values);
+  array W(w_shape, out.dtype(), nullptr, {});
+  dequantize_into(w, inputs[2], inputs[3], W, group_size_, bits_, s, "QuantizedMatmul");
+
+  const int nd = static_cast<int>(W.ndim());
+  const int64_t K = transpose_ ? values : w_rows, N = transpose_ ? w_rows : values;
+  // The right operand (..., K, N): W itself, or W transposed as a view.
+  Shape b_shape = w_shape;
+  Strides b_strides = W.strides();
+  if (transpose_) {
+    std::swap(b_shape[nd - 1], b_shape[nd - 2]);
+    std::swap(b_strides[nd - 1], b_strides[nd - 2]);
+  }
+  array b = views::view_of(W, b_shape, b_strides, 0);
+  // The left operand (..., M, K): x's rows as a matrix when w has no batch axes.
+  array x = dense(inputs[0], s, "QuantizedMatmul");
+  Shape a_shape = x.shape(), o_shape = out.shape();
+  if (nd == 2) {
+    const int rows = static_cast<int>(x.size() / K);
+    a_shape = {rows, static_cast<int>(K)};
+    o_shape = {rows, static_cast<int>(N)};
+  }
+  array a = views::view_of(x, a_shape, row_major_strides(a_shape), 0);
+  array product(o_shape, out.dtype(), nullptr, {});
+  Matmul(s).eval_gpu({a, b}, product);
+  Strides strides = row_major_strides(out.shape());
+  out.move_shared_buffer(product, strides, compute_flags(out.shape(), strides), out.size());
+}
+
+}  // namespace tessera

@@ -1,0 +1,252 @@
+"""Quantization: mx.quantize / dequantize / quantized_matmul against a NumPy
+implementation of the affine formula and of the packing, and the quantized
+layers and nn.quantize."""
+
+import numpy as np
+import pytest
+
+import tessera.core as mx
+import tessera.nn as nn
+from tessera.utils import tree_flatten
+
+RNG = np.random.default_rng(0)
+BITS = [2, 3, 4, 5, 6, 8]
+GROUPS = [32, 64, 128]
+
+
+def np_quantize(w, group_size, bits):
+    """(packed uint32 words, scales, biases) of w (float32, rows x K)."""
+    rows, K = w.shape
+    g = w.reshape(rows, K // group_size, group_size)
+    lo, hi = g.min(-1), g.max(-1)
+    top = np.float32(2**bits - 1)
+    scales = ((hi - lo) / top).astype(np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = np.round((g - lo[..., None]) / scales[..., None])
+    q = np.where(scales[..., None] > 0, np.clip(q, 0, top), 0).astype(np.uint64)
+    # One bit stream per row, value i at bits [i * bits, (i + 1) * bits).
+    q = q.reshape(rows, K)
+    stream = ((q[..., None] >> np.arange(bits, dtype=np.uint64)) & 1).reshape(rows, -1, 32)
+    words = (stream << np.arange(32, dtype=np.uint64)).sum(-1).astype(np.uint32)
+    return words, scales, lo.astype(np.float32)
+
+
+def np_dequantize(words, scales, biases, group_size, bits):
+    rows = words.shape[0]
+    stream = ((words[..., None].astype(np.uint64) >> np.arange(32, dtype=np.uint64)) & 1)
+    stream = stream.reshape(rows, -1, bits)
+    q = (stream << np.arange(bits, dtype=np.uint64)).sum(-1).astype(np.float64)
+    K = q.shape[1]
+    s = np.repeat(scales.astype(np.float64), group_size, axis=1)
+    b = np.repeat(biases.astype(np.float64), group_size, axis=1)
+    return s * q + b
+
+
+@pytest.mark.parametrize("bits", BITS)
+@pytest.mark.parametrize("group_size", GROUPS)
+def test_quantize_matches_numpy(bits, group_size):
+    w = RNG.standard_normal((6, 256)).astype(np.float32)
+    wq, scales, biases = mx.quantize(mx.array(w), group_size, bits)
+    assert wq.dtype == mx.uint32 and wq.shape == (6, 256 * bits // 32)
+    assert scales.dtype == mx.float32 and scales.shape == (6, 256 // group_size)
+    ref_words, ref_scales, ref_biases = np_quantize(w, group_size, bits)
+    np.testing.assert_array_equal(np.array(wq), ref_words)
+    np.testing.assert_array_equal(np.array(scales), ref_scales)
+    np.testing.assert_array_equal(np.array(biases), ref_biases)
+    # Dequantization: the reference formula, within half a scale of w.
+    back = np.array(mx.dequantize(wq, scales, biases, group_size, bits))
+    want = np_dequantize(ref_words, ref_scales, ref_biases, group_size, bits)
+    np.testing.assert_allclose(back, want, rtol=1e-6, atol=1e-6)
+    half = np.repeat(ref_scales, group_size, axis=1) / 2
+    assert np.all(np.abs(back - w) <= half * (1 + 1e-5) + 1e-6)
+
+
+def test_quantize_hand_packed_words():
+    w = np.tile(np.arange(16, dtype=np.float32), 4).reshape(1, 64)
+    wq, scales, biases = mx.quantize(mx.array(w), 64, 4)
+    assert np.array(wq)[0, :2].tolist() == [0x76543210, 0xFEDCBA98]
+    assert np.array(scales).tolist() == [[1.0]] and np.array(biases).tolist() == [[0.0]]
+    w2 = np.tile(np.arange(4, dtype=np.float32), 8).reshape(1, 32)
+    assert np.array(mx.quantize(mx.array(w2), 32, 2)[0]).tolist() == [[0xE4E4E4E4] * 2]
+    w8 = np.zeros((1, 32), np.float32)
+    w8[0, :4] = [1, 2, 3, 255]
+    assert np.array(mx.quantize(mx.array(w8), 32, 8)[0])[0, 0] == 0xFF030201
+
+
+def test_quantize_defaults_and_dtypes():
+    w = mx.array(RNG.standard_normal((4, 128)).astype(np.float32)).astype(mx.float16)
+    wq, scales, biases = mx.quantize(w)  # group_size 64, bits 4
+    assert wq.shape == (4, 16) and scales.shape == (4, 2) and scales.dtype == mx.float16
+    assert mx.dequantize(wq, scales, biases).dtype == mx.float16
+    assert mx.dequantize(wq, scales, biases, dtype=mx.float32).dtype == mx.float32
+
+
+@pytest.mark.parametrize("transpose", [True, False])
+@pytest.mark.parametrize("bits", [3, 4, 8])
+def test_quantized_matmul_matches_numpy(transpose, bits):
+    K, N = 128, 64
+    w = RNG.standard_normal((N, K) if transpose else (K, N)).astype(np.float32)
+    wq, scales, biases = mx.quantize(mx.array(w), 64, bits)
+    W = np_dequantize(*(np.array(a) for a in (wq, scales, biases)), 64, bits)
+    for shape in [(5, K), (2, 3, K), (K,), (40, K)]:
+        x = RNG.standard_normal(shape).astype(np.float32)
+        y = mx.quantized_matmul(mx.array(x), wq, scales, biases, transpose=transpose,
+                                group_size=64, bits=bits)
+        want = x.astype(np.float64) @ (W.T if transpose else W)
+        assert y.shape == want.shape and y.dtype == mx.float32
+        np.testing.assert_allclose(np.array(y), want, rtol=1e-4, atol=1e-4)
+
+
+def test_quantized_matmul_half_precision_x():
+    w = RNG.standard_normal((32, 64)).astype(np.float32)
+    wq, scales, biases = mx.quantize(mx.array(w), 32, 4)
+    W = np.array(mx.dequantize(wq, scales, biases, 32, 4)).astype(np.float64)
+    x = RNG.standard_normal((3, 64)).astype(np.float32)
+    for dt, eps in [(mx.float16, 2**-11), (mx.bfloat16, 2**-8)]:
+        xd = np.array(mx.array(x).astype(dt).astype(mx.float32)).astype(np.float64)
+        y = mx.quantized_matmul(mx.array(x).astype(dt), wq, scales, biases, group_size=32, bits=4)
+        assert y.dtype == mx.float32  # promoted with the float32 scales
+        np.testing.assert_allclose(np.array(y), xd @ W.T, rtol=1e-4, atol=1e-4)
+        s16, b16 = scales.astype(dt), biases.astype(dt)
+        y16 = mx.quantized_matmul(mx.array(x).astype(dt), wq, s16, b16, group_size=32, bits=4)
+        assert y16.dtype == dt
+        # The product with the 16-bit scales and biases, rounded once to dt.
+        W16 = np_dequantize(np.array(wq), np.array(s16.astype(mx.float32)),
+                            np.array(b16.astype(mx.float32)), 32, 4)
+        want = xd @ W16.T
+        got = np.array(y16.astype(mx.float32))
+        assert np.all(np.abs(got - want) <= 2 * eps * np.abs(want) + 1e-3 * np.abs(want).max())
+
+
+def test_quantized_matmul_gradient_matches_finite_differences():
+    w = RNG.standard_normal((32, 64))
+    wq, scales, biases = mx.quantize(mx.array(w), 32, 4)
+    x = RNG.standard_normal((3, 64))
+    c = RNG.standard_normal((3, 32))
+
+    def loss(x, scales, biases):
+        y = mx.quantized_matmul(x, wq, scales, biases, group_size=32, bits=4)
+        return mx.sum(y * mx.array(c))
+
+    grads = mx.grad(loss, argnums=(0, 1, 2))(mx.array(x), scales, biases)
+    eps = 1e-6
+    for i, base in enumerate([mx.array(x), scales, biases]):
+        b = np.array(base)
+        fd = np.zeros_like(b)
+        for idx in np.ndindex(b.shape):
+            args = [mx.array(x), scales, biases]
+            for sign in (1, -1):
+                p = b.copy()
+                p[idx] += sign * eps
+                args[i] = mx.array(p)
+                fd[idx] += sign * loss(*args).item() / (2 * eps)
+        np.testing.assert_allclose(np.array(grads[i]), fd, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="gradient with respect to w"):
+        mx.grad(lambda w: mx.sum(mx.quantized_matmul(mx.array(x), w, scales, biases,
+                                                     group_size=32, bits=4)))(wq)
+
+
+def exact_weights(batch, rows, cols):
+    """Weights whose 3-bit quantization is exact (each group of 32 holds every
+    integer in [-3, 4]: scale 1, bias -3): products with small integers are then
+    exact in any order of summation."""
+    b, r, c = np.meshgrid(np.arange(batch), np.arange(rows), np.arange(cols), indexing="ij")
+    return (((r * 7 + c * 3 + b) % 8) - 3).astype(np.float32)
+
+
+def test_quantized_matmul_vmap_matches_a_loop():
+    w = exact_weights(4, 32, 64)
+    qs = [mx.quantize(mx.array(wi), 32, 3) for wi in w]
+    wq, scales, biases = (mx.stack([q[i] for q in qs]) for i in range(3))
+    assert np.all(np.array(scales) == 1)
+    x = mx.array(RNG.integers(-4, 5, (4, 2, 64)).astype(np.float32))
+    f = lambda x, w, s, b: mx.quantized_matmul(x, w, s, b, group_size=32, bits=3)
+    got = mx.vmap(f)(x, wq, scales, biases)
+    want = mx.stack([f(x[i], wq[i], scales[i], biases[i]) for i in range(4)])
+    np.testing.assert_array_equal(np.array(got), np.array(want))
+    got_x = mx.vmap(f, in_axes=(0, None, None, None))(x, wq[0], scales[0], biases[0])
+    want_x = mx.stack([f(x[i], wq[0], scales[0], biases[0]) for i in range(4)])
+    np.testing.assert_array_equal(np.array(got_x), np.array(want_x))
+    deq = mx.vmap(lambda w, s, b: mx.dequantize(w, s, b, 32, 3))(wq, scales, biases)
+    np.testing.assert_array_equal(
+        np.array(deq), np.stack([np.array(mx.dequantize(*q, 32, 3)) for q in qs]))
+    qv = mx.vmap(lambda w: mx.quantize(w, 32, 3))(mx.array(w))
+    for i in range(3):
+        np.testing.assert_array_equal(np.array(qv[i]), np.array([np.array(q[i]) for q in qs]))
+
+
+def test_quantization_errors():
+    w = mx.array(RNG.standard_normal((4, 64)).astype(np.float32))
+    with pytest.raises(ValueError, match=r"\[quantize\] w of shape \(64,\) must have at least 2"):
+        mx.quantize(w[0])
+    with pytest.raises(ValueError, match="divisible by group_size 64"):
+        mx.quantize(w[:, :48])
+    with pytest.raises(ValueError, match="group_size 16 is not supported"):
+        mx.quantize(w, 16)
+    with pytest.raises(ValueError, match="bits 7 is not supported"):
+        mx.quantize(w, 64, 7)
+    with pytest.raises(ValueError, match="mode 'mxfp8' is not implemented"):
+        mx.quantize(w, mode="mxfp8")
+    wq, scales, biases = mx.quantize(w)
+    with pytest.raises(ValueError, match=r"\[dequantize\] w must be uint32"):
+        mx.dequantize(wq.astype(mx.int32), scales, biases)
+    with pytest.raises(ValueError, match="needs biases"):
+        mx.dequantize(wq, scales)
+    with pytest.raises(ValueError, match=r"expected \(4,2\)"):
+        mx.dequantize(wq, scales, biases, group_size=32)
+    with pytest.raises(ValueError, match=r"\[quantized_matmul\] the last dimension of x"):
+        mx.quantized_matmul(mx.zeros((2, 63)), wq, scales, biases)
+
+
+def test_quantized_linear_is_quantized_matmul_plus_bias():
+    lin = nn.Linear(64, 16)
+    ql = nn.QuantizedLinear.from_linear(lin, group_size=32, bits=8)
+    assert isinstance(lin.to_quantized(), nn.QuantizedLinear)
+    assert ql.weight.dtype == mx.uint32 and ql.weight.shape == (16, 16)
+    assert ql.trainable_parameters() == {}
+    ql.unfreeze()
+    assert ql.trainable_parameters() == {}
+    x = mx.array(RNG.standard_normal((3, 64)).astype(np.float32))
+    want = mx.quantized_matmul(x, ql.weight, ql.scales, ql.biases, group_size=32, bits=8) + lin.bias
+    np.testing.assert_array_equal(np.array(ql(x)), np.array(want))
+    # 8-bit quantization keeps the layer close to the float one.
+    np.testing.assert_allclose(np.array(ql(x)), np.array(lin(x)), atol=0.05)
+    fresh = nn.QuantizedLinear(64, 8, bias=False)
+    assert fresh(x).shape == (3, 8) and "bias" not in fresh
+    with pytest.raises(ValueError, match="quantize_input"):
+        lin.to_quantized(quantize_input=True)
+
+
+def test_quantized_embedding_lookup_and_as_linear():
+    emb = nn.Embedding(10, 64)
+    qe = emb.to_quantized(group_size=32, bits=8)
+    assert isinstance(qe, nn.QuantizedEmbedding)
+    idx = mx.array([[1, 3], [9, 0]])
+    got = qe(idx)
+    assert got.shape == (2, 2, 64)
+    np.testing.assert_allclose(np.array(got), np.array(emb(idx)), atol=0.02)
+    table = mx.dequantize(qe.weight, qe.scales, qe.biases, 32, 8)
+    np.testing.assert_array_equal(np.array(got), np.array(table)[np.array(idx)])
+    x = mx.array(RNG.standard_normal((3, 64)).astype(np.float32))
+    np.testing.assert_allclose(np.array(qe.as_linear(x)), np.array(x) @ np.array(table).T,
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_nn_quantize_replaces_layers_with_predicate():
+    model = nn.Sequential(nn.Embedding(10, 64), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 32))
+    nn.quantize(model, group_size=32, bits=4)
+    kinds = [type(m).__name__ for m in model.layers]
+    assert kinds == ["QuantizedEmbedding", "QuantizedLinear", "ReLU", "QuantizedLinear"]
+    assert model.layers[1].bits == 4 and model.layers[1].group_size == 32
+    assert tree_flatten(model.trainable_parameters()) == []
+    x = mx.array([1, 2])
+    assert model(x).shape == (2, 32)
+
+    model = nn.Sequential(nn.Linear(64, 64), nn.Linear(64, 32), nn.Embedding(4, 32))
+    # Only the second Linear, with its own parameters from the predicate.
+    nn.quantize(model, class_predicate=lambda p, m: {"group_size": 64, "bits": 8}
+                if p == "layers.1" else False)
+    assert [type(m).__name__ for m in model.layers] == ["Linear", "QuantizedLinear", "Embedding"]
+    assert model.layers[1].bits == 8 and model.layers[1].group_size == 64
+    with pytest.raises(ValueError, match="unable to quantize"):
+        nn.quantize(nn.Sequential(nn.ReLU()), class_predicate=lambda p, m: True)
