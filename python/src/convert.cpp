@@ -6,6 +6,7 @@
 
 #include <climits>
 #include <cstring>
+#include <deque>
 #include <sstream>
 
 namespace tessera::python {
@@ -145,6 +146,8 @@ array list_to_array(nb::handle v, std::optional<Dtype> dtype) {
   }
 }
 
+}  // namespace
+
 std::optional<Dtype> dlpack_dtype(nb::dlpack::dtype t) {
   using C = nb::dlpack::dtype_code;
   switch (static_cast<C>(t.code)) {
@@ -202,8 +205,6 @@ void strided_copy(const char* src, char* dst, const int64_t* shape, const int64_
   }
 }
 
-}  // namespace
-
 bool is_python_scalar(nb::handle v) {
   return PyBool_Check(v.ptr()) || PyLong_Check(v.ptr()) || PyFloat_Check(v.ptr()) ||
          PyComplex_Check(v.ptr());
@@ -260,6 +261,7 @@ array to_array(nb::handle v, std::optional<Dtype> dtype) {
   }
   if (is_python_scalar(v)) return plain_scalar_to_array(v, dtype);
   if (PyList_Check(v.ptr()) || PyTuple_Check(v.ptr())) return list_to_array(v, dtype);
+  if (auto a = import_dlpack(v, /*copy=*/true, "array")) return dtype ? astype(*a, *dtype) : *a;
   if (auto a = from_buffer(v)) return dtype ? astype(*a, *dtype) : *a;
   for (const char* hook : {"__tessera_array__", "__mlx_array__"}) {
     if (nb::hasattr(v, hook)) return to_array(v.attr(hook)(), dtype);
@@ -432,22 +434,6 @@ nb::object to_numpy(const array& a, std::optional<nb::handle> dtype) {
   return out;
 }
 
-nb::object to_dlpack(const array& a) {
-  array x = a;
-  {
-    nb::gil_scoped_release nogil;
-    x.eval();
-  }
-  std::vector<size_t> shape(x.shape().begin(), x.shape().end());
-  auto* keep = new array(x);
-  nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<array*>(p); });
-  void* data = x.size() ? keep->mutable_data() : nullptr;
-  nb::object nd = nb::ndarray<nb::array_api>(data, x.ndim(), shape.data(), owner,
-                                             x.strides().data(), to_dlpack_dtype(x.dtype()))
-                      .cast();
-  return nd.attr("__dlpack__")();
-}
-
 }  // namespace tessera::python
 
 namespace tessera::python {
@@ -465,6 +451,29 @@ Shape to_shape(nb::handle v, const char* op) {
     return s;
   }
   throw nb::type_error((std::string("[") + op + "] a shape must be an int or a sequence of ints").c_str());
+}
+
+}  // namespace tessera::python
+
+namespace tessera::python {
+
+const char* positional_only_signature(const std::string& doc, size_t n) {
+  static std::deque<std::string> signatures;
+  std::string line = doc.substr(0, doc.find('\n'));
+  // After the n-th top-level comma of the parameter list, or before its ')'.
+  size_t i = line.find('('), depth = 0, params = 0;
+  for (++i; i < line.size(); ++i) {
+    char c = line[i];
+    if (c == '[' || c == '(') ++depth;
+    if ((c == ']' || c == ')') && depth > 0) {
+      --depth;
+      continue;
+    }
+    if (depth == 0 && (c == ',' || c == ')') && ++params == n) break;
+  }
+  if (i >= line.size()) throw std::logic_error("[def] cannot place '/' in " + line + " (bug)");
+  signatures.push_back("def " + line.substr(0, i) + ", /" + line.substr(i));
+  return signatures.back().c_str();
 }
 
 }  // namespace tessera::python
