@@ -412,7 +412,13 @@ ArrayClass init_array(nb::module_& m) {
             array r = to_array(a, dtype);
             return copy == true && r.is_same(nb::cast<const array&>(a)) ? tessera::copy(r) : r;
           }
-          if (auto r = import_dlpack(a, copy, "asarray")) return dtype ? astype(*r, *dtype) : *r;
+          if (auto r = import_dlpack(a, copy, "asarray")) {
+            if (!dtype || *dtype == r->dtype()) return *r;
+            array cast = astype(*r, *dtype);  // a copy, made now: later writes of the source stay out
+            nb::gil_scoped_release nogil;
+            cast.eval();
+            return cast;
+          }
           return to_array(a, dtype);
         },
         "a"_a, pos_only(), "dtype"_a = nb::none(), nb::kw_only(), "copy"_a = nb::none());
