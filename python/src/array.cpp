@@ -414,7 +414,8 @@ ArrayClass init_array(nb::module_& m) {
           }
           if (auto r = import_dlpack(a, copy, "asarray")) {
             if (!dtype || *dtype == r->dtype()) return *r;
-            array cast = astype(*r, *dtype);  // a copy, made now: later writes of the source stay out
+            // A copy, made now: later writes of the source stay out of it.
+            array cast = astype(*r, *dtype);
             nb::gil_scoped_release nogil;
             cast.eval();
             return cast;

@@ -151,8 +151,9 @@ std::optional<array> import_dlpack(nb::handle x, std::optional<bool> copy, const
   void* mt = PyCapsule_GetPointer(cap.ptr(), versioned ? "dltensor_versioned" : "dltensor");
   if (versioned && static_cast<DLManagedTensorVersioned*>(mt)->version.major != 1) {
     // Left unconsumed: the capsule frees it.
+    auto major = static_cast<DLManagedTensorVersioned*>(mt)->version.major;
     throw std::invalid_argument(std::string("[") + op + "] unsupported DLPack version " +
-                                std::to_string(static_cast<DLManagedTensorVersioned*>(mt)->version.major));
+                                std::to_string(major));
   }
   PyCapsule_SetName(cap.ptr(), versioned ? "used_dltensor_versioned" : "used_dltensor");
   std::unique_ptr<Imported> owner(new Imported{mt, versioned});
@@ -169,8 +170,8 @@ std::optional<array> import_dlpack(nb::handle x, std::optional<bool> copy, const
   Strides strides;
   for (int i = 0; i < t.ndim; ++i) {
     if (t.shape[i] > INT32_MAX) {
-      throw std::invalid_argument(std::string("[") + op + "] dimension " + std::to_string(t.shape[i]) +
-                                  " exceeds int32");
+      throw std::invalid_argument(std::string("[") + op + "] dimension " +
+                                  std::to_string(t.shape[i]) + " exceeds int32");
     }
     shape.push_back(static_cast<ShapeElem>(t.shape[i]));
     if (t.strides) strides.push_back(t.strides[i]);
@@ -287,7 +288,8 @@ nb::object to_dlpack(const array& a, nb::handle stream, nb::handle max_version,
     int type = nb::cast<int>(d[0]), id = nb::cast<int>(d[1]);
     bool gpu_ok = type == kDLCUDA && id == 0 && is_available(Device::gpu);
     if (!gpu_ok && type != kDLCPU) {
-      throw nb::buffer_error(("[__dlpack__] cannot export to DLPack device " + device_text(type, id)).c_str());
+      std::string msg = "[__dlpack__] cannot export to DLPack device " + device_text(type, id);
+      throw nb::buffer_error(msg.c_str());
     }
     to_gpu = type == kDLCUDA;
   }
@@ -299,14 +301,18 @@ nb::object to_dlpack(const array& a, nb::handle stream, nb::handle max_version,
   std::intptr_t consumer = kNoSync;
   if (to_gpu) {
     consumer = stream.is_none() ? kLegacyStream : nb::cast<std::intptr_t>(stream);
-    if (consumer == 0) throw std::invalid_argument("[__dlpack__] stream=0 is ambiguous for CUDA (DLPack)");
+    if (consumer == 0) {
+      throw std::invalid_argument("[__dlpack__] stream=0 is ambiguous for CUDA (DLPack)");
+    }
   } else if (!stream.is_none() && nb::cast<std::intptr_t>(stream) != kNoSync) {
     throw std::invalid_argument("[__dlpack__] a stream can only be given for CUDA memory, not " +
                                 nb::cast<std::string>(nb::str(stream)));
   }
+  // Negative strides are valid DLPack, but many consumers (PyTorch) refuse
+  // them: a contiguous copy unless copy=False.
   bool negative = false;
   for (auto s : x.strides()) negative |= s < 0;
-  if (force_copy || negative) {
+  if (force_copy || (negative && copy.is_none())) {
     x = force_copy ? tessera::copy(x, to_gpu ? Device::gpu : Device::cpu) : contiguous(x);
     nb::gil_scoped_release nogil;
     x.eval();
@@ -324,7 +330,8 @@ nb::object to_dlpack(const array& a, nb::handle stream, nb::handle max_version,
       data = x.mutable_data();  // the consumer may write it
     }
   }
-  bool versioned = !max_version.is_none() && nb::cast<int>(nb::cast<nb::tuple>(max_version)[0]) >= 1;
+  bool versioned =
+      !max_version.is_none() && nb::cast<int>(nb::cast<nb::tuple>(max_version)[0]) >= 1;
   return versioned ? make_capsule<DLManagedTensorVersioned>(x, data, device)
                    : make_capsule<DLManagedTensor>(x, data, device);
 }

@@ -208,9 +208,13 @@ def test_broadcast_export_is_read_only():
     assert not n.flags.writeable
 
 
-def test_negative_strides_export_as_a_copy():
+def test_negative_strides_export_as_a_copy_unless_copy_false():
     a = mx.array(np.arange(6, dtype=np.int32))[::-1]
     np.testing.assert_array_equal(np.from_dlpack(a), [5, 4, 3, 2, 1, 0])
+    shared = np.from_dlpack(Producer(a), copy=False)
+    assert shared.strides == (-4,)
+    np.testing.assert_array_equal(shared, [5, 4, 3, 2, 1, 0])
+    assert shared.ctypes.data == np.from_dlpack(a[::-1]).ctypes.data + 5 * 4  # a's own buffer
 
 
 # ---- the GPU ----------------------------------------------------------------
