@@ -256,9 +256,14 @@ def test_gpu_ops_on_an_imported_device_array_never_write_it():
     n = np.arange(8, dtype=np.float32)
     x = mx.multiply(mx.array(n), 1.0, stream=mx.gpu)
     mx.eval(x)
-    for op in (lambda v: v + 1, lambda v: mx.exp(v), lambda v: mx.negative(v)):
-        r = op(mx.from_dlpack(x))
+    ops = [(lambda v: mx.add(v, 1, stream=mx.gpu), n + 1),
+           (lambda v: mx.exp(v, stream=mx.gpu), np.exp(n)),
+           (lambda v: mx.negative(mx.multiply(v, 2, stream=mx.gpu), stream=mx.gpu), -2 * n),
+           (lambda v: mx.copy(v, stream=mx.gpu), n)]
+    for op, want in ops:
+        r = op(mx.from_dlpack(x))  # the import's only reference is the graph
         mx.eval(r)
+        np.testing.assert_allclose(np.array(r), want, rtol=1e-6)
         np.testing.assert_array_equal(np.array(x), n)
 
 
