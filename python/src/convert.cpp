@@ -231,20 +231,15 @@ std::optional<array> from_buffer(nb::handle v) {
     throw std::invalid_argument(msg.str());
   }
   Shape shape;
-  std::vector<int64_t> shape64, strides;
+  Strides strides;
   for (size_t i = 0; i < nd.ndim(); ++i) {
     if (nd.shape(i) > INT32_MAX) throw std::invalid_argument("[array] dimension exceeds int32");
     shape.push_back(static_cast<ShapeElem>(nd.shape(i)));
-    shape64.push_back(static_cast<int64_t>(nd.shape(i)));
     strides.push_back(nd.stride(i));
   }
-  size_t n = shape_size(shape);
-  auto buf = allocator::malloc(n * dtype->size);
-  if (n > 0) {
-    strided_copy(static_cast<const char*>(nd.data()), static_cast<char*>(buf.raw_ptr()),
-                 shape64.data(), strides.data(), static_cast<int>(nd.ndim()), dtype->size);
-  }
-  return array(buf, shape, *dtype);
+  auto* keep = new nb::ndarray<nb::ro>(nd);
+  return copy_of(const_cast<void*>(nd.data()), shape, strides, *dtype, Device::cpu,
+                 [keep] { release_with_gil([keep] { delete keep; }); });
 }
 
 bool is_array_like(nb::handle v) {

@@ -12,6 +12,7 @@
 #include <nanobind/stl/variant.h>
 #include <nanobind/stl/vector.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -67,6 +68,12 @@ nb::tuple dlpack_device(const array& a);
 // copy, or a copy when `copy` is true; nullopt when x is not a producer (or
 // refuses to export and a copy is allowed). `op` names the caller in errors.
 std::optional<array> import_dlpack(nb::handle x, std::optional<bool> copy, const char* op);
+// A copy of elements that another library owns (on the host, or the GPU), made
+// now; `release` hands the memory back once it is read.
+array copy_of(void* first, const Shape& shape, Strides strides, Dtype dtype, Device device,
+              std::function<void()> release);
+// Runs f (which may need the GIL) on a thread holding the GIL: see Note [DLPack deleters].
+void release_with_gil(std::function<void()> f);
 // DLPack element types.
 std::optional<Dtype> dlpack_dtype(nb::dlpack::dtype t);
 nb::dlpack::dtype to_dlpack_dtype(Dtype t);

@@ -53,6 +53,8 @@ void run_pending() {
   for (auto& f : work) f();
 }
 
+}  // namespace
+
 void release_with_gil(std::function<void()> f) {
   if (!Py_IsInitialized()) return;  // the interpreter is gone: nothing may run
   if (PyGILState_Check()) {
@@ -65,6 +67,8 @@ void release_with_gil(std::function<void()> f) {
   }
   Py_AddPendingCall([](void*) { run_pending(); return 0; }, nullptr);
 }
+
+namespace {
 
 // An imported managed tensor, owned once its capsule is renamed "used_...".
 struct Imported {
@@ -92,8 +96,10 @@ std::string device_text(int type, int id) {
   return "(" + std::to_string(type) + ", " + std::to_string(id) + ")";
 }
 
-// The address alignment kernels need for elements of type t.
-size_t element_alignment(Dtype t) { return t == complex64 ? 4 : t.size; }
+// Kernels read elements of type t at addresses aligned to this.
+bool is_aligned(const void* p, Dtype t) {
+  return reinterpret_cast<std::uintptr_t>(p) % (t == complex64 ? 4 : t.size) == 0;
+}
 
 // Calls x.__dlpack__ as a consumer of device type `dev_type`: with a stream
 // for CUDA, asking for a versioned capsule first (producers that predate
@@ -176,35 +182,43 @@ std::optional<array> import_dlpack(nb::handle x, std::optional<bool> copy, const
     shape.push_back(static_cast<ShapeElem>(t.shape[i]));
     if (t.strides) strides.push_back(t.strides[i]);
   }
-  if (shape_size(shape) == 0) return array(static_cast<float*>(nullptr), shape, *dtype);
   char* first = static_cast<char*>(t.data) + t.byte_offset;
-  const bool aligned = reinterpret_cast<std::uintptr_t>(first) % element_alignment(*dtype) == 0;
-  if (!aligned && (copy == false || on_gpu)) {
+  const Device device = on_gpu ? Device::gpu : Device::cpu;
+  if (!is_aligned(first, *dtype) && shape_size(shape) > 0 && (copy == false || on_gpu)) {
     throw std::invalid_argument(std::string("[") + op + "] the memory is not aligned to its " +
                                 dtype_name(*dtype) + " elements" +
                                 (on_gpu ? "" : ": copy=False cannot import it"));
   }
-  if (!aligned) {
-    // Copied byte-wise, from the Python thread: the tensor is released at once.
-    std::vector<int64_t> shape64(t.shape, t.shape + t.ndim);
-    if (strides.empty()) strides = row_major_strides(shape);
-    auto buf = allocator::malloc(shape_size(shape) * dtype->size);
-    strided_copy(first, static_cast<char*>(buf.raw_ptr()), shape64.data(), strides.data(), t.ndim,
-                 dtype->size);
-    return array(buf, shape, *dtype);
-  }
   Imported* raw = owner.release();
-  array a = array::borrow(first, shape, strides, *dtype, on_gpu ? Device::gpu : Device::cpu,
-                          [raw] { release_with_gil([raw] { delete raw; }); });
-  if (copy == true) {
-    a = tessera::copy(a, on_gpu ? Device::gpu : Device::cpu);
+  auto release = [raw] { release_with_gil([raw] { delete raw; }); };
+  if (copy == true || !is_aligned(first, *dtype) || shape_size(shape) == 0) {
+    return copy_of(first, shape, strides, *dtype, device, release);
+  }
+  return array::borrow(first, shape, strides, *dtype, device, release);
+}
+
+array copy_of(void* first, const Shape& shape, Strides strides, Dtype dtype, Device device,
+              std::function<void()> release) {
+  if (shape_size(shape) > 0 && is_aligned(first, dtype)) {
+    array a = tessera::copy(array::borrow(first, shape, strides, dtype, device, std::move(release)),
+                            device);
     {
       nb::gil_scoped_release nogil;
       a.eval();
     }
-    run_pending();  // the borrowed tensor, released by the copy
+    run_pending();  // the borrowed memory, released by the copy
+    return a;
   }
-  return a;
+  // Empty, or elements at unaligned addresses (host memory only): byte-wise.
+  auto buf = allocator::malloc(shape_size(shape) * dtype.size);
+  if (shape_size(shape) > 0) {
+    if (strides.empty()) strides = row_major_strides(shape);
+    std::vector<int64_t> shape64(shape.begin(), shape.end());
+    strided_copy(static_cast<const char*>(first), static_cast<char*>(buf.raw_ptr()),
+                 shape64.data(), strides.data(), static_cast<int>(shape.size()), dtype.size);
+  }
+  release();
+  return array(buf, shape, dtype);
 }
 
 namespace {

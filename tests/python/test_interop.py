@@ -155,6 +155,20 @@ def test_unaligned_memory_is_copied_unless_copy_false():
         mx.from_dlpack(n, copy=False)
 
 
+def test_buffer_protocol_imports_copy():
+    n = np.arange(24, dtype=np.int16).reshape(4, 6)
+    for src, want in [(memoryview(n[:, ::2]), n[:, ::2]), (memoryview(n[::-1]), n[::-1]),
+                      (memoryview(b"\x01\x02\x03"), np.array([1, 2, 3], np.uint8))]:
+        a = mx.array(src)
+        np.testing.assert_array_equal(np.array(a), want)
+    raw = np.zeros(2 * 6 + 1, dtype=np.uint8)
+    odd = raw[1:].view(np.int16)  # misaligned
+    odd[:] = np.arange(6)
+    b = mx.array(memoryview(odd))
+    odd[:] = 0
+    np.testing.assert_array_equal(np.array(b), np.arange(6))
+
+
 @pytest.mark.parametrize("dtype", [np.bool_, np.uint8, np.int16, np.int64, np.float16,
                                    np.float64, np.complex64])
 def test_dlpack_round_trip_dtypes(dtype):
