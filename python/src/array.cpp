@@ -55,17 +55,22 @@ int array_getbuffer(PyObject* obj, Py_buffer* view, int flags) {
         a.eval();
       }
     }
+    const bool read_only = host_view_read_only(a);
+    if (read_only && (flags & PyBUF_WRITABLE)) {
+      PyErr_SetString(PyExc_BufferError, "[array] a writable view was asked of a read-only array");
+      return -1;
+    }
     auto* info = new BufferInfo{a, {}, {}};
     for (size_t i = 0; i < a.ndim(); ++i) {
       info->shape.push_back(a.shape()[i]);
       info->strides.push_back(a.strides()[i] * static_cast<Py_ssize_t>(a.itemsize()));
     }
-    view->buf = a.size() ? info->keep.mutable_data() : nullptr;
+    view->buf = !a.size() ? nullptr : read_only ? info->keep.raw_data() : info->keep.mutable_data();
     view->obj = obj;
     Py_INCREF(obj);
     view->len = static_cast<Py_ssize_t>(a.nbytes());
     view->itemsize = static_cast<Py_ssize_t>(a.itemsize());
-    view->readonly = 0;
+    view->readonly = read_only;
     view->ndim = static_cast<int>(a.ndim());
     view->format = (flags & PyBUF_FORMAT) ? const_cast<char*>(fmt) : nullptr;
     view->shape = info->shape.data();

@@ -242,6 +242,14 @@ std::optional<array> from_buffer(nb::handle v) {
                  [keep] { release_with_gil([keep] { delete keep; }); });
 }
 
+bool host_view_read_only(const array& x) {
+  for (size_t i = 0; i < x.ndim(); ++i) {
+    if (x.strides()[i] == 0 && x.shape()[i] > 1) return true;
+  }
+  auto* s = x.has_data() ? x.buffer().storage() : nullptr;
+  return s && s->device_borrowed;
+}
+
 bool is_array_like(nb::handle v) {
   return nb::isinstance<array>(v) || is_python_scalar(v) || PyList_Check(v.ptr()) ||
          PyTuple_Check(v.ptr()) || PyObject_CheckBuffer(v.ptr()) ||
@@ -401,11 +409,8 @@ nb::object to_numpy(const array& a, std::optional<nb::handle> dtype) {
     nb::gil_scoped_release nogil;
     x.eval();
   }
-  bool negative = false, broadcast = false;
-  for (size_t i = 0; i < x.ndim(); ++i) {
-    negative |= x.strides()[i] < 0;
-    broadcast |= x.strides()[i] == 0 && x.shape()[i] > 1;
-  }
+  bool negative = false;
+  for (auto st : x.strides()) negative |= st < 0;
   if (negative) {
     x = contiguous(x);
     nb::gil_scoped_release nogil;
@@ -414,9 +419,10 @@ nb::object to_numpy(const array& a, std::optional<nb::handle> dtype) {
   std::vector<size_t> shape(x.shape().begin(), x.shape().end());
   auto* keep = new array(x);
   nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<array*>(p); });
-  void* data = x.size() == 0 ? nullptr : (broadcast ? x.raw_data() : keep->mutable_data());
+  const bool read_only = host_view_read_only(x);
+  void* data = x.size() == 0 ? nullptr : (read_only ? x.raw_data() : keep->mutable_data());
   nb::object out;
-  if (broadcast) {
+  if (read_only) {
     out = nb::ndarray<nb::numpy, nb::ro>(data, x.ndim(), shape.data(), owner,
                                          x.strides().data(), to_dlpack_dtype(x.dtype()))
               .cast();

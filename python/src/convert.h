@@ -53,6 +53,11 @@ nb::object item(const array& a);
 nb::object tolist(const array& a);
 // A NumPy array sharing the array's memory (bfloat16 becomes float32, a copy).
 nb::object to_numpy(const array& a, std::optional<nb::handle> dtype = std::nullopt);
+// Host views of an evaluated array (NumPy, the buffer protocol, DLPack) are
+// read-only for a broadcast (one element at many indices) and for memory whose
+// device copy another library owns (Tessera could not order the upload of a
+// write with that library's work).
+bool host_view_read_only(const array& x);
 // A row-contiguous host copy of an ndarray-like object (NumPy, DLPack, buffer).
 std::optional<array> from_buffer(nb::handle v);
 

@@ -257,10 +257,9 @@ struct Exported {
 };
 
 template <typename MT>
-nb::object make_capsule(const array& x, void* data, allocator::BufferStorage* device) {
+nb::object make_capsule(const array& x, void* data, allocator::BufferStorage* device,
+                        bool read_only) {
   auto* e = new Exported<MT>{{}, x, {x.shape().begin(), x.shape().end()}, x.strides(), device};
-  bool broadcast = false;
-  for (size_t i = 0; i < x.ndim(); ++i) broadcast |= x.strides()[i] == 0 && x.shape()[i] > 1;
   DLTensor& t = e->mt.dl_tensor;
   t.data = data;
   t.device = {device ? kDLCUDA : kDLCPU, 0};
@@ -274,7 +273,7 @@ nb::object make_capsule(const array& x, void* data, allocator::BufferStorage* de
   const char* name = "dltensor";
   if constexpr (std::is_same_v<MT, DLManagedTensorVersioned>) {
     e->mt.version = {1, 0};
-    e->mt.flags = broadcast ? kReadOnly : 0;  // one element seen at many indices
+    e->mt.flags = read_only ? kReadOnly : 0;
     name = "dltensor_versioned";
   }
   PyObject* cap = PyCapsule_New(&e->mt, name, &Exported<MT>::capsule_destructor);
@@ -333,21 +332,24 @@ nb::object to_dlpack(const array& a, nb::handle stream, nb::handle max_version,
   }
   void* data = nullptr;
   allocator::BufferStorage* device = nullptr;
+  bool read_only = false;
   {
     nb::gil_scoped_release nogil;
     x.eval();
     if (to_gpu) {
+      for (size_t i = 0; i < x.ndim(); ++i) read_only |= x.strides()[i] == 0 && x.shape()[i] > 1;
       device = x.buffer().storage();
       data = static_cast<char*>(gpu::export_device(device, consumer)) +
              x.offset() * static_cast<int64_t>(x.itemsize());
     } else if (x.size() > 0) {
-      data = x.mutable_data();  // the consumer may write it
+      read_only = host_view_read_only(x);
+      data = read_only ? x.raw_data() : x.mutable_data();  // the consumer may write it
     }
   }
   bool versioned =
       !max_version.is_none() && nb::cast<int>(nb::cast<nb::tuple>(max_version)[0]) >= 1;
-  return versioned ? make_capsule<DLManagedTensorVersioned>(x, data, device)
-                   : make_capsule<DLManagedTensor>(x, data, device);
+  return versioned ? make_capsule<DLManagedTensorVersioned>(x, data, device, read_only)
+                   : make_capsule<DLManagedTensor>(x, data, device, read_only);
 }
 
 }  // namespace tessera::python

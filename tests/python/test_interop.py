@@ -220,6 +220,8 @@ def test_broadcast_export_is_read_only():
     n = np.from_dlpack(b)
     np.testing.assert_array_equal(n, [[1, 2]] * 3)
     assert not n.flags.writeable
+    assert memoryview(b).readonly and not np.asarray(b).flags.writeable
+    assert np.asarray(mx.array([1, 2])).flags.writeable
 
 
 def test_negative_strides_export_as_a_copy_unless_copy_false():
@@ -251,6 +253,8 @@ def test_gpu_arrays_export_and_import_device_memory():
     assert capsule_name(x.__dlpack__(stream=None, max_version=(1, 0))) == "dltensor_versioned"
     y = mx.from_dlpack(x)  # CUDA -> CUDA through our own export
     np.testing.assert_allclose(np.array(y), np.exp(n), rtol=1e-6)
+    # Host views of borrowed device memory are read-only.
+    assert not np.asarray(y).flags.writeable and memoryview(y).readonly
     z = mx.from_dlpack(Producer(x.T, versioned=False))
     np.testing.assert_allclose(np.array(z), np.exp(n).T, rtol=1e-6)
     # To the host on request; copy=False cannot move it.
