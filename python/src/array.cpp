@@ -55,17 +55,22 @@ int array_getbuffer(PyObject* obj, Py_buffer* view, int flags) {
         a.eval();
       }
     }
+    const bool read_only = host_view_read_only(a);
+    if (read_only && (flags & PyBUF_WRITABLE)) {
+      PyErr_SetString(PyExc_BufferError, "[array] a writable view was asked of a read-only array");
+      return -1;
+    }
     auto* info = new BufferInfo{a, {}, {}};
     for (size_t i = 0; i < a.ndim(); ++i) {
       info->shape.push_back(a.shape()[i]);
       info->strides.push_back(a.strides()[i] * static_cast<Py_ssize_t>(a.itemsize()));
     }
-    view->buf = a.size() ? info->keep.mutable_data() : nullptr;
+    view->buf = !a.size() ? nullptr : read_only ? info->keep.raw_data() : info->keep.mutable_data();
     view->obj = obj;
     Py_INCREF(obj);
     view->len = static_cast<Py_ssize_t>(a.nbytes());
     view->itemsize = static_cast<Py_ssize_t>(a.itemsize());
-    view->readonly = 0;
+    view->readonly = read_only;
     view->ndim = static_cast<int>(a.ndim());
     view->format = (flags & PyBUF_FORMAT) ? const_cast<char*>(fmt) : nullptr;
     view->shape = info->shape.data();
@@ -306,8 +311,9 @@ ArrayClass init_array(nb::module_& m) {
       .def("__array__", [](const array& a, nb::handle dtype, nb::handle copy) {
         return to_numpy(a, dtype.is_none() ? std::nullopt : std::optional<nb::handle>(dtype));
       }, "dtype"_a = nb::none(), "copy"_a = nb::none())
-      .def("__dlpack__", [](const array& a, nb::kwargs) { return to_dlpack(a); })
-      .def("__dlpack_device__", [](const array&) { return nb::make_tuple(1, 0); })
+      .def("__dlpack__", &to_dlpack, nb::kw_only(), "stream"_a = nb::none(),
+           "max_version"_a = nb::none(), "dl_device"_a = nb::none(), "copy"_a = nb::none())
+      .def("__dlpack_device__", &dlpack_device)
       .def("__getstate__", &pickle_state)
       .def("__setstate__", [](array& self, nb::tuple state) {
         array a = to_array(state[0]);
@@ -392,26 +398,47 @@ ArrayClass init_array(nb::module_& m) {
   cls.attr("__hash__") = nb::none();
   install_number_slots(reinterpret_cast<PyTypeObject*>(cls.ptr()));  // Note [Operator slots]
 
-  m.def("asarray",
+  // Reference §4.1: array() copies; asarray and from_dlpack share the memory
+  // of a DLPack producer when they can (see Note [Borrowed memory]).
+  def(m, "asarray",
         [](nb::handle a, std::optional<Dtype> dtype, std::optional<bool> copy) {
-          if (copy && !*copy) {
-            throw std::invalid_argument(
-                "[asarray] copy=False: this build always copies imported memory");
+          const bool is_array = nb::isinstance<array>(a);
+          if (copy == false) {
+            auto r = is_array ? std::nullopt : import_dlpack(a, false, "asarray");
+            if (!r || (dtype && *dtype != r->dtype())) {
+              throw std::invalid_argument(
+                  "[asarray] copy=False, but a copy is needed for an object of type " +
+                  std::string(nb::type_name(a.type()).c_str()) +
+                  (r ? " to become " + dtype_name(*dtype) : std::string()));
+            }
+            return *r;
+          }
+          if (is_array) {
+            array r = to_array(a, dtype);
+            return copy == true && r.is_same(nb::cast<const array&>(a)) ? tessera::copy(r) : r;
+          }
+          if (auto r = import_dlpack(a, copy, "asarray")) {
+            if (!dtype || *dtype == r->dtype()) return *r;
+            // A copy, made now: later writes of the source stay out of it.
+            array cast = astype(*r, *dtype);
+            nb::gil_scoped_release nogil;
+            cast.eval();
+            return cast;
           }
           return to_array(a, dtype);
         },
-        "a"_a, "dtype"_a = nb::none(), nb::kw_only(), "copy"_a = nb::none());
-  m.def("from_dlpack",
+        "a"_a, pos_only(), "dtype"_a = nb::none(), nb::kw_only(), "copy"_a = nb::none());
+  def(m, "from_dlpack",
         [](nb::handle x, std::optional<bool> copy) {
-          if (copy && !*copy) {
-            throw std::invalid_argument(
-                "[from_dlpack] copy=False: this build always copies imported memory");
+          if (auto a = import_dlpack(x, copy, "from_dlpack")) return *a;
+          if (nb::hasattr(x, "__dlpack__") && copy != false) {
+            if (auto a = from_buffer(x)) return *a;  // a producer that refused to export
           }
-          auto a = from_buffer(x);
-          if (!a) throw std::invalid_argument("[from_dlpack] the object has no __dlpack__");
-          return *a;
+          throw std::invalid_argument("[from_dlpack] an object of type " +
+                                      std::string(nb::type_name(x.type()).c_str()) +
+                                      " has no usable __dlpack__");
         },
-        "x"_a, nb::kw_only(), "copy"_a = nb::none());
+        "x"_a, pos_only(), nb::kw_only(), "copy"_a = nb::none());
   return cls;
 }
 

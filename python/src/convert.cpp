@@ -6,6 +6,7 @@
 
 #include <climits>
 #include <cstring>
+#include <deque>
 #include <sstream>
 
 namespace tessera::python {
@@ -145,6 +146,8 @@ array list_to_array(nb::handle v, std::optional<Dtype> dtype) {
   }
 }
 
+}  // namespace
+
 std::optional<Dtype> dlpack_dtype(nb::dlpack::dtype t) {
   using C = nb::dlpack::dtype_code;
   switch (static_cast<C>(t.code)) {
@@ -202,8 +205,6 @@ void strided_copy(const char* src, char* dst, const int64_t* shape, const int64_
   }
 }
 
-}  // namespace
-
 bool is_python_scalar(nb::handle v) {
   return PyBool_Check(v.ptr()) || PyLong_Check(v.ptr()) || PyFloat_Check(v.ptr()) ||
          PyComplex_Check(v.ptr());
@@ -230,20 +231,23 @@ std::optional<array> from_buffer(nb::handle v) {
     throw std::invalid_argument(msg.str());
   }
   Shape shape;
-  std::vector<int64_t> shape64, strides;
+  Strides strides;
   for (size_t i = 0; i < nd.ndim(); ++i) {
     if (nd.shape(i) > INT32_MAX) throw std::invalid_argument("[array] dimension exceeds int32");
     shape.push_back(static_cast<ShapeElem>(nd.shape(i)));
-    shape64.push_back(static_cast<int64_t>(nd.shape(i)));
     strides.push_back(nd.stride(i));
   }
-  size_t n = shape_size(shape);
-  auto buf = allocator::malloc(n * dtype->size);
-  if (n > 0) {
-    strided_copy(static_cast<const char*>(nd.data()), static_cast<char*>(buf.raw_ptr()),
-                 shape64.data(), strides.data(), static_cast<int>(nd.ndim()), dtype->size);
+  auto* keep = new nb::ndarray<nb::ro>(nd);
+  return copy_of(const_cast<void*>(nd.data()), shape, strides, *dtype, Device::cpu,
+                 [keep] { release_with_gil([keep] { delete keep; }); });
+}
+
+bool host_view_read_only(const array& x) {
+  for (size_t i = 0; i < x.ndim(); ++i) {
+    if (x.strides()[i] == 0 && x.shape()[i] > 1) return true;
   }
-  return array(buf, shape, *dtype);
+  auto* s = x.has_data() ? x.buffer().storage() : nullptr;
+  return s && s->device_borrowed;
 }
 
 bool is_array_like(nb::handle v) {
@@ -260,6 +264,7 @@ array to_array(nb::handle v, std::optional<Dtype> dtype) {
   }
   if (is_python_scalar(v)) return plain_scalar_to_array(v, dtype);
   if (PyList_Check(v.ptr()) || PyTuple_Check(v.ptr())) return list_to_array(v, dtype);
+  if (auto a = import_dlpack(v, /*copy=*/true, "array")) return dtype ? astype(*a, *dtype) : *a;
   if (auto a = from_buffer(v)) return dtype ? astype(*a, *dtype) : *a;
   for (const char* hook : {"__tessera_array__", "__mlx_array__"}) {
     if (nb::hasattr(v, hook)) return to_array(v.attr(hook)(), dtype);
@@ -404,11 +409,8 @@ nb::object to_numpy(const array& a, std::optional<nb::handle> dtype) {
     nb::gil_scoped_release nogil;
     x.eval();
   }
-  bool negative = false, broadcast = false;
-  for (size_t i = 0; i < x.ndim(); ++i) {
-    negative |= x.strides()[i] < 0;
-    broadcast |= x.strides()[i] == 0 && x.shape()[i] > 1;
-  }
+  bool negative = false;
+  for (auto st : x.strides()) negative |= st < 0;
   if (negative) {
     x = contiguous(x);
     nb::gil_scoped_release nogil;
@@ -417,9 +419,10 @@ nb::object to_numpy(const array& a, std::optional<nb::handle> dtype) {
   std::vector<size_t> shape(x.shape().begin(), x.shape().end());
   auto* keep = new array(x);
   nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<array*>(p); });
-  void* data = x.size() == 0 ? nullptr : (broadcast ? x.raw_data() : keep->mutable_data());
+  const bool read_only = host_view_read_only(x);
+  void* data = x.size() == 0 ? nullptr : (read_only ? x.raw_data() : keep->mutable_data());
   nb::object out;
-  if (broadcast) {
+  if (read_only) {
     out = nb::ndarray<nb::numpy, nb::ro>(data, x.ndim(), shape.data(), owner,
                                          x.strides().data(), to_dlpack_dtype(x.dtype()))
               .cast();
@@ -430,22 +433,6 @@ nb::object to_numpy(const array& a, std::optional<nb::handle> dtype) {
   }
   if (dtype && !dtype->is_none()) out = out.attr("astype")(*dtype);
   return out;
-}
-
-nb::object to_dlpack(const array& a) {
-  array x = a;
-  {
-    nb::gil_scoped_release nogil;
-    x.eval();
-  }
-  std::vector<size_t> shape(x.shape().begin(), x.shape().end());
-  auto* keep = new array(x);
-  nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<array*>(p); });
-  void* data = x.size() ? keep->mutable_data() : nullptr;
-  nb::object nd = nb::ndarray<nb::array_api>(data, x.ndim(), shape.data(), owner,
-                                             x.strides().data(), to_dlpack_dtype(x.dtype()))
-                      .cast();
-  return nd.attr("__dlpack__")();
 }
 
 }  // namespace tessera::python
@@ -465,6 +452,29 @@ Shape to_shape(nb::handle v, const char* op) {
     return s;
   }
   throw nb::type_error((std::string("[") + op + "] a shape must be an int or a sequence of ints").c_str());
+}
+
+}  // namespace tessera::python
+
+namespace tessera::python {
+
+const char* positional_only_signature(const std::string& doc, size_t n) {
+  static std::deque<std::string> signatures;
+  std::string line = doc.substr(0, doc.find('\n'));
+  // After the n-th top-level comma of the parameter list, or before its ')'.
+  size_t i = line.find('('), depth = 0, params = 0;
+  for (++i; i < line.size(); ++i) {
+    char c = line[i];
+    if (c == '[' || c == '(') ++depth;
+    if ((c == ']' || c == ')') && depth > 0) {
+      --depth;
+      continue;
+    }
+    if (depth == 0 && (c == ',' || c == ')') && ++params == n) break;
+  }
+  if (i >= line.size()) throw std::logic_error("[def] cannot place '/' in " + line + " (bug)");
+  signatures.push_back("def " + line.substr(0, i) + ", /" + line.substr(i));
+  return signatures.back().c_str();
 }
 
 }  // namespace tessera::python

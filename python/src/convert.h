@@ -4,6 +4,7 @@
 #pragma once
 
 #include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
@@ -11,7 +12,10 @@
 #include <nanobind/stl/variant.h>
 #include <nanobind/stl/vector.h>
 
+#include <functional>
 #include <optional>
+#include <string>
+#include <type_traits>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -49,10 +53,38 @@ nb::object item(const array& a);
 nb::object tolist(const array& a);
 // A NumPy array sharing the array's memory (bfloat16 becomes float32, a copy).
 nb::object to_numpy(const array& a, std::optional<nb::handle> dtype = std::nullopt);
-// A DLPack capsule over the array's memory (no copy; the capsule keeps it alive).
-nb::object to_dlpack(const array& a);
+// Host views of an evaluated array (NumPy, the buffer protocol, DLPack) are
+// read-only for a broadcast (one element at many indices) and for memory whose
+// device copy another library owns (Tessera could not order the upload of a
+// write with that library's work).
+bool host_view_read_only(const array& x);
 // A row-contiguous host copy of an ndarray-like object (NumPy, DLPack, buffer).
 std::optional<array> from_buffer(nb::handle v);
+
+// DLPack (dlpack.cpp). __dlpack__: a capsule over the array's host or device
+// memory (no copy unless `copy` or a negative stride asks for one; the capsule
+// keeps the memory alive), ordered before the consumer's `stream`.
+nb::object to_dlpack(const array& a, nb::handle stream, nb::handle max_version,
+                     nb::handle dl_device, nb::handle copy);
+// __dlpack_device__: (2, 0) for CUDA when the array's data is on the GPU or
+// the GPU is the default device, else (1, 0).
+nb::tuple dlpack_device(const array& a);
+// The array over the memory of a DLPack producer (host or CUDA) without a
+// copy, or a copy when `copy` is true; nullopt when x is not a producer (or
+// refuses to export and a copy is allowed). `op` names the caller in errors.
+std::optional<array> import_dlpack(nb::handle x, std::optional<bool> copy, const char* op);
+// A copy of elements that another library owns (on the host, or the GPU), made
+// now; `release` hands the memory back once it is read.
+array copy_of(void* first, const Shape& shape, Strides strides, Dtype dtype, Device device,
+              std::function<void()> release);
+// Runs f (which may need the GIL) on a thread holding the GIL: see Note [DLPack deleters].
+void release_with_gil(std::function<void()> f);
+// DLPack element types.
+std::optional<Dtype> dlpack_dtype(nb::dlpack::dtype t);
+nb::dlpack::dtype to_dlpack_dtype(Dtype t);
+// Copies a strided block of elements (strides in elements) to a row-contiguous destination.
+void strided_copy(const char* src, char* dst, const int64_t* shape, const int64_t* strides,
+                  int ndim, size_t itemsize);
 
 std::vector<int> to_vec(const IntOrVec& v);
 
@@ -60,6 +92,54 @@ std::vector<int> to_vec(const IntOrVec& v);
 Shape to_shape(nb::handle v, const char* op);
 
 using ArrayClass = nb::class_<array>;
+
+// Note [Positional-only parameters]
+// The reference marks leading parameters positional-only ('/', e.g.
+// `abs(a, /, *, stream=None)`). nanobind takes every named parameter by
+// keyword, so def() binds the parameters before a pos_only() marker unnamed,
+// and gives the function the signature nanobind renders for the named
+// parameters, with the '/' after them:
+//   def(m, "abs", f, "a"_a, pos_only(), nb::kw_only(), "stream"_a = nb::none());
+struct pos_only {};
+template <typename F>
+void func_extra_apply(F&, pos_only, size_t&) {}  // found by ADL from nanobind: no effect
+
+// A signature for nb::sig (alive as long as the module): the first line of a
+// docstring that nanobind rendered, with ", /" after its first n parameters.
+const char* positional_only_signature(const std::string& doc, size_t n);
+
+namespace detail {
+template <bool Unnamed, typename T>
+T annotation(const T& e) {
+  if constexpr (Unnamed && nb::detail::arg_traits<T>::is_arg) {
+    T unnamed = e;
+    unnamed.name_ = nullptr;
+    return unnamed;
+  } else {
+    return e;
+  }
+}
+
+template <typename Func, typename... Extra, size_t... I>
+void def_positional(nb::module_& m, const char* name, Func&& f, std::index_sequence<I...>,
+                    const Extra&... extra) {
+  constexpr size_t marker = [] {
+    size_t i = 0;
+    ((std::is_same_v<Extra, pos_only> ? false : (++i, true)) && ...);
+    return i;
+  }();
+  constexpr size_t n = ((I < marker && nb::detail::arg_traits<Extra>::is_arg) + ... + 0);
+  nb::object named = nb::cpp_function(Func(f), nb::name(name), extra...);
+  const char* sig = positional_only_signature(nb::cast<std::string>(named.attr("__doc__")), n);
+  m.def(name, std::forward<Func>(f), nb::sig(sig), annotation<(I < marker)>(extra)...);
+}
+}  // namespace detail
+
+template <typename Func, typename... Extra>
+void def(nb::module_& m, const char* name, Func&& f, const Extra&... extra) {
+  detail::def_positional(m, name, std::forward<Func>(f), std::index_sequence_for<Extra...>{},
+                         extra...);
+}
 
 // One registration function per family (one .cpp file each); a family binds its
 // module functions and the array methods of the same names.

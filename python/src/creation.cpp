@@ -48,20 +48,20 @@ void init_creation(nb::module_& m, ArrayClass&) {
     array v = to_array(vals);
     return full(to_shape(shape, "full"), v, dtype.value_or(v.dtype()), s);
   }, "shape"_a, "vals"_a, "dtype"_a = nb::none(), kw, "stream"_a = nb::none());
-  m.def("zeros_like", [](nb::handle a, std::optional<Dtype> dtype, StreamArg s) {
+  def(m, "zeros_like", [](nb::handle a, std::optional<Dtype> dtype, StreamArg s) {
     array x = to_array(a);
     return zeros_like(x, dtype.value_or(x.dtype()), s);
-  }, "a"_a, "dtype"_a = nb::none(), kw, "stream"_a = nb::none());
-  m.def("ones_like", [](nb::handle a, std::optional<Dtype> dtype, StreamArg s) {
+  }, "a"_a, pos_only(), "dtype"_a = nb::none(), kw, "stream"_a = nb::none());
+  def(m, "ones_like", [](nb::handle a, std::optional<Dtype> dtype, StreamArg s) {
     array x = to_array(a);
     return ones_like(x, dtype.value_or(x.dtype()), s);
-  }, "a"_a, "dtype"_a = nb::none(), kw, "stream"_a = nb::none());
-  m.def("full_like", [](nb::handle a, nb::handle vals, std::optional<Dtype> dtype, StreamArg s) {
+  }, "a"_a, pos_only(), "dtype"_a = nb::none(), kw, "stream"_a = nb::none());
+  def(m, "full_like", [](nb::handle a, nb::handle vals, std::optional<Dtype> dtype, StreamArg s) {
     array x = to_array(a);
     Dtype t = dtype.value_or(x.dtype());
     array v = is_python_scalar(vals) ? scalar_to_array(vals, t) : to_array(vals);
     return full_like(x, v, t, s);
-  }, "a"_a, "vals"_a, "dtype"_a = nb::none(), kw, "stream"_a = nb::none());
+  }, "a"_a, pos_only(), "vals"_a, "dtype"_a = nb::none(), kw, "stream"_a = nb::none());
   m.def("eye", [](int n, std::optional<int> mm, int k, Dtype dtype, StreamArg s) {
     return eye(n, mm.value_or(n), k, dtype, s);
   }, "n"_a, "m"_a = nb::none(), "k"_a = 0, "dtype"_a = float32, kw, "stream"_a = nb::none());

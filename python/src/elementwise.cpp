@@ -35,8 +35,8 @@ void init_elementwise(nb::module_& m, ArrayClass& cls) {
 #undef X
   };
   for (auto [name, f] : unary) {
-    m.def(name, [f](nb::handle a, StreamArg s) { return f(to_array(a), s); }, "a"_a.none(),
-          nb::kw_only(), "stream"_a = nb::none());
+    def(m, name, [f](nb::handle a, StreamArg s) { return f(to_array(a), s); }, "a"_a.none(),
+          pos_only(), nb::kw_only(), "stream"_a = nb::none());
     for (const char* meth : unary_methods) {
       if (std::string(meth) == name) {
         cls.def(name, [f](const array& a, StreamArg s) { return f(a, s); }, nb::kw_only(),
@@ -44,18 +44,18 @@ void init_elementwise(nb::module_& m, ArrayClass& cls) {
       }
     }
   }
-  m.def("conj", [](nb::handle a, StreamArg s) { return conjugate(to_array(a), s); }, "a"_a,
+  def(m, "conj", [](nb::handle a, StreamArg s) { return conjugate(to_array(a), s); }, "a"_a, pos_only(),
         nb::kw_only(), "stream"_a = nb::none());
   cls.def("conj", [](const array& a, StreamArg s) { return conjugate(a, s); }, nb::kw_only(),
           "stream"_a = nb::none());
-  m.def("round", [](nb::handle a, int decimals, StreamArg s) { return round(to_array(a), decimals, s); },
-        "a"_a, "decimals"_a = 0, nb::kw_only(), "stream"_a = nb::none());
+  def(m, "round", [](nb::handle a, int decimals, StreamArg s) { return round(to_array(a), decimals, s); },
+        "a"_a, pos_only(), "decimals"_a = 0, nb::kw_only(), "stream"_a = nb::none());
   cls.def("round", [](const array& a, int decimals, StreamArg s) { return round(a, decimals, s); },
           "decimals"_a = 0, nb::kw_only(), "stream"_a = nb::none());
-  m.def("nan_to_num",
+  def(m, "nan_to_num",
         [](nb::handle a, float nan, std::optional<float> posinf, std::optional<float> neginf,
            StreamArg s) { return nan_to_num(to_array(a), nan, posinf, neginf, s); },
-        "a"_a, "nan"_a = 0.0f, "posinf"_a = nb::none(), "neginf"_a = nb::none(), nb::kw_only(),
+        "a"_a, pos_only(), "nan"_a = 0.0f, "posinf"_a = nb::none(), "neginf"_a = nb::none(), nb::kw_only(),
         "stream"_a = nb::none());
 
   std::vector<std::pair<const char*, Binary>> binary = {
@@ -64,21 +64,21 @@ void init_elementwise(nb::module_& m, ArrayClass& cls) {
 #undef X
   };
   for (auto [name, f] : binary) {
-    m.def(name, [f](nb::handle a, nb::handle b, StreamArg s) {
+    def(m, name, [f](nb::handle a, nb::handle b, StreamArg s) {
       auto [x, y] = to_arrays(a, b);
       return f(x, y, s);
-    }, "a"_a.none(), "b"_a.none(), nb::kw_only(), "stream"_a = nb::none());
+    }, "a"_a.none(), "b"_a.none(), pos_only(), nb::kw_only(), "stream"_a = nb::none());
   }
-  m.def("divmod", [](nb::handle a, nb::handle b, StreamArg s) {
+  def(m, "divmod", [](nb::handle a, nb::handle b, StreamArg s) {
     auto [x, y] = to_arrays(a, b);
     return divmod(x, y, s);
-  }, "a"_a, "b"_a, nb::kw_only(), "stream"_a = nb::none());
+  }, "a"_a, "b"_a, pos_only(), nb::kw_only(), "stream"_a = nb::none());
 
-  m.def("where", [](nb::handle c, nb::handle x, nb::handle y, StreamArg s) {
+  def(m, "where", [](nb::handle c, nb::handle x, nb::handle y, StreamArg s) {
     auto [a, b] = to_arrays(x, y);
     return where(to_array(c), a, b, s);
-  }, "condition"_a, "x"_a, "y"_a, nb::kw_only(), "stream"_a = nb::none());
-  m.def("clip", [](nb::handle a, nb::handle a_min, nb::handle a_max, StreamArg s) {
+  }, "condition"_a, "x"_a, "y"_a, pos_only(), nb::kw_only(), "stream"_a = nb::none());
+  def(m, "clip", [](nb::handle a, nb::handle a_min, nb::handle a_max, StreamArg s) {
     array x = to_array(a);
     auto bound = [&](nb::handle b) -> std::optional<array> {
       if (b.is_none()) return std::nullopt;
@@ -88,23 +88,23 @@ void init_elementwise(nb::module_& m, ArrayClass& cls) {
       throw std::invalid_argument("[clip] a_min and a_max cannot both be None");
     }
     return clip(x, bound(a_min), bound(a_max), s);
-  }, "a"_a, "a_min"_a.none(), "a_max"_a.none(), nb::kw_only(), "stream"_a = nb::none());
-  m.def("isclose", [](nb::handle a, nb::handle b, double rtol, double atol, bool equal_nan,
+  }, "a"_a, pos_only(), "a_min"_a.none(), "a_max"_a.none(), nb::kw_only(), "stream"_a = nb::none());
+  def(m, "isclose", [](nb::handle a, nb::handle b, double rtol, double atol, bool equal_nan,
                       StreamArg s) {
     auto [x, y] = to_arrays(a, b);
     return isclose(x, y, rtol, atol, equal_nan, s);
-  }, "a"_a, "b"_a, "rtol"_a = 1e-5, "atol"_a = 1e-8, nb::kw_only(), "equal_nan"_a = false,
+  }, "a"_a, "b"_a, pos_only(), "rtol"_a = 1e-5, "atol"_a = 1e-8, nb::kw_only(), "equal_nan"_a = false,
         "stream"_a = nb::none());
-  m.def("allclose", [](nb::handle a, nb::handle b, double rtol, double atol, bool equal_nan,
+  def(m, "allclose", [](nb::handle a, nb::handle b, double rtol, double atol, bool equal_nan,
                        StreamArg s) {
     auto [x, y] = to_arrays(a, b);
     return allclose(x, y, rtol, atol, equal_nan, s);
-  }, "a"_a, "b"_a, "rtol"_a = 1e-5, "atol"_a = 1e-8, nb::kw_only(), "equal_nan"_a = false,
+  }, "a"_a, "b"_a, pos_only(), "rtol"_a = 1e-5, "atol"_a = 1e-8, nb::kw_only(), "equal_nan"_a = false,
         "stream"_a = nb::none());
-  m.def("array_equal", [](nb::handle a, nb::handle b, bool equal_nan, StreamArg s) {
+  def(m, "array_equal", [](nb::handle a, nb::handle b, bool equal_nan, StreamArg s) {
     auto [x, y] = to_arrays(a, b);
     return array_equal(x, y, equal_nan, s);
-  }, "a"_a, "b"_a, nb::kw_only(), "equal_nan"_a = false, "stream"_a = nb::none());
+  }, "a"_a, "b"_a, pos_only(), nb::kw_only(), "equal_nan"_a = false, "stream"_a = nb::none());
 }
 
 }  // namespace tessera::python

@@ -23,12 +23,12 @@ void init_scan(nb::module_& m, ArrayClass& cls) {
       {"cumsum", static_cast<ScanWithDtype>(&tessera::cumsum)},
       {"cumprod", static_cast<ScanWithDtype>(&tessera::cumprod)}};
   for (auto [name, f] : with_dtype) {
-    m.def(name, [f](nb::handle a, std::optional<int> axis, bool reverse, bool inclusive,
+    def(m, name, [f](nb::handle a, std::optional<int> axis, bool reverse, bool inclusive,
                     std::optional<Dtype> dtype, StreamArg s) {
       array x = flat_or(to_array(a), axis, s);
       return f(x, *axis, reverse, inclusive, dtype, s);
-    }, "a"_a, "axis"_a = nb::none(), nb::kw_only(), "reverse"_a = false, "inclusive"_a = true,
-          "dtype"_a = nb::none(), "stream"_a = nb::none());
+    }, "a"_a, pos_only(), "axis"_a = nb::none(), nb::kw_only(), "reverse"_a = false,
+          "inclusive"_a = true, "dtype"_a = nb::none(), "stream"_a = nb::none());
     cls.def(name, [f](const array& a, std::optional<int> axis, bool reverse, bool inclusive,
                       StreamArg s) {
       array x = flat_or(a, axis, s);
@@ -46,11 +46,11 @@ void init_scan(nb::module_& m, ArrayClass& cls) {
       array x = flat_or(a, axis, s);
       return f(x, *axis, reverse, inclusive, s);
     };
-    m.def(name, [call](nb::handle a, std::optional<int> axis, bool reverse, bool inclusive,
+    def(m, name, [call](nb::handle a, std::optional<int> axis, bool reverse, bool inclusive,
                        StreamArg s) {
       return call(to_array(a), axis, reverse, inclusive, s);
-    }, "a"_a, "axis"_a = nb::none(), nb::kw_only(), "reverse"_a = false, "inclusive"_a = true,
-          "stream"_a = nb::none());
+    }, "a"_a, pos_only(), "axis"_a = nb::none(), nb::kw_only(), "reverse"_a = false,
+          "inclusive"_a = true, "stream"_a = nb::none());
     cls.def(name, call, "axis"_a = nb::none(), nb::kw_only(), "reverse"_a = false,
             "inclusive"_a = true, "stream"_a = nb::none());
   }

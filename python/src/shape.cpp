@@ -47,48 +47,48 @@ nb::object atleast(nb::args arys, StreamArg s, array (*f)(const array&, StreamOr
 
 void init_shape(nb::module_& m, ArrayClass& cls) {
   auto kw = nb::kw_only();
-  m.def("reshape", [](nb::handle a, nb::handle shape, StreamArg s) {
+  def(m, "reshape", [](nb::handle a, nb::handle shape, StreamArg s) {
     return reshape(to_array(a), to_shape(shape, "reshape"), s);
-  }, "a"_a, "shape"_a, kw, "stream"_a = nb::none());
+  }, "a"_a, pos_only(), "shape"_a, kw, "stream"_a = nb::none());
   cls.def("reshape", [](const array& a, nb::args shape, StreamArg s) {
     auto v = varargs_ints(shape, "reshape");
     return reshape(a, Shape(v.begin(), v.end()), s);
   }, "shape"_a, "stream"_a = nb::none());
-  m.def("flatten", [](nb::handle a, int start, int end, StreamArg s) {
+  def(m, "flatten", [](nb::handle a, int start, int end, StreamArg s) {
     return flatten_impl(to_array(a), start, end, s);
-  }, "a"_a, "start_axis"_a = 0, "end_axis"_a = -1, kw, "stream"_a = nb::none());
+  }, "a"_a, pos_only(), "start_axis"_a = 0, "end_axis"_a = -1, kw, "stream"_a = nb::none());
   cls.def("flatten", &flatten_impl, "start_axis"_a = 0, "end_axis"_a = -1, kw, "stream"_a = nb::none());
-  m.def("unflatten", [](nb::handle a, int axis, nb::handle shape, StreamArg s) {
+  def(m, "unflatten", [](nb::handle a, int axis, nb::handle shape, StreamArg s) {
     return unflatten(to_array(a), axis, to_shape(shape, "unflatten"), s);
-  }, "a"_a, "axis"_a, "shape"_a, kw, "stream"_a = nb::none());
-  m.def("squeeze", [](nb::handle a, const Axes& axis, StreamArg s) {
+  }, "a"_a, pos_only(), "axis"_a, "shape"_a, kw, "stream"_a = nb::none());
+  def(m, "squeeze", [](nb::handle a, const Axes& axis, StreamArg s) {
     return squeeze_impl(to_array(a), axis, s);
-  }, "a"_a, "axis"_a = nb::none(), kw, "stream"_a = nb::none());
+  }, "a"_a, pos_only(), "axis"_a = nb::none(), kw, "stream"_a = nb::none());
   cls.def("squeeze", &squeeze_impl, "axis"_a = nb::none(), kw, "stream"_a = nb::none());
-  m.def("expand_dims", [](nb::handle a, const IntOrVec& axis, StreamArg s) {
+  def(m, "expand_dims", [](nb::handle a, const IntOrVec& axis, StreamArg s) {
     return expand_dims(to_array(a), to_vec(axis), s);
-  }, "a"_a, "axis"_a, kw, "stream"_a = nb::none());
+  }, "a"_a, pos_only(), "axis"_a, kw, "stream"_a = nb::none());
   auto transpose_fn = [](nb::handle a, std::optional<std::vector<int>> axes, StreamArg s) {
     array x = to_array(a);
     return axes ? transpose(x, *axes, s) : transpose(x, s);
   };
-  m.def("transpose", transpose_fn, "a"_a, "axes"_a = nb::none(), kw, "stream"_a = nb::none());
-  m.def("permute_dims", transpose_fn, "a"_a, "axes"_a = nb::none(), kw, "stream"_a = nb::none());
+  def(m, "transpose", transpose_fn, "a"_a, pos_only(), "axes"_a = nb::none(), kw, "stream"_a = nb::none());
+  def(m, "permute_dims", transpose_fn, "a"_a, pos_only(), "axes"_a = nb::none(), kw, "stream"_a = nb::none());
   cls.def("transpose", [](const array& a, nb::args axes, StreamArg s) {
     if (axes.size() == 0) return transpose(a, s);
     return transpose(a, varargs_ints(axes, "transpose"), s);
   }, "axes"_a, "stream"_a = nb::none());
-  m.def("swapaxes", [](nb::handle a, int a1, int a2, StreamArg s) { return swapaxes(to_array(a), a1, a2, s); },
-        "a"_a, "axis1"_a, "axis2"_a, kw, "stream"_a = nb::none());
+  def(m, "swapaxes", [](nb::handle a, int a1, int a2, StreamArg s) { return swapaxes(to_array(a), a1, a2, s); },
+        "a"_a, pos_only(), "axis1"_a, "axis2"_a, kw, "stream"_a = nb::none());
   cls.def("swapaxes", [](const array& a, int a1, int a2, StreamArg s) { return swapaxes(a, a1, a2, s); },
           "axis1"_a, "axis2"_a, kw, "stream"_a = nb::none());
-  m.def("moveaxis", [](nb::handle a, int src, int dst, StreamArg s) { return moveaxis(to_array(a), src, dst, s); },
-        "a"_a, "source"_a, "destination"_a, kw, "stream"_a = nb::none());
+  def(m, "moveaxis", [](nb::handle a, int src, int dst, StreamArg s) { return moveaxis(to_array(a), src, dst, s); },
+        "a"_a, pos_only(), "source"_a, "destination"_a, kw, "stream"_a = nb::none());
   cls.def("moveaxis", [](const array& a, int src, int dst, StreamArg s) { return moveaxis(a, src, dst, s); },
           "source"_a, "destination"_a, kw, "stream"_a = nb::none());
-  m.def("broadcast_to", [](nb::handle a, nb::handle shape, StreamArg s) {
+  def(m, "broadcast_to", [](nb::handle a, nb::handle shape, StreamArg s) {
     return broadcast_to(to_array(a), to_shape(shape, "broadcast_to"), s);
-  }, "a"_a, "shape"_a, kw, "stream"_a = nb::none());
+  }, "a"_a, pos_only(), "shape"_a, kw, "stream"_a = nb::none());
   m.def("broadcast_arrays", [](nb::args arrays, StreamArg s) {
     auto r = broadcast_arrays(to_array_list(arrays), s);
     nb::list l;
@@ -108,23 +108,23 @@ void init_shape(nb::module_& m, ArrayClass& cls) {
     auto v = to_array_list(arrays);
     return axis ? concatenate(v, *axis, s) : concatenate(v, s);
   };
-  m.def("concatenate", concat_fn, "arrays"_a, "axis"_a.none() = 0, kw, "stream"_a = nb::none());
-  m.def("concat", concat_fn, "arrays"_a, "axis"_a.none() = 0, kw, "stream"_a = nb::none());
-  m.def("stack", [](nb::handle arrays, int axis, StreamArg s) { return stack(to_array_list(arrays), axis, s); },
-        "arrays"_a, "axis"_a = 0, kw, "stream"_a = nb::none());
-  m.def("split", [](nb::handle a, nb::handle ios, int axis, StreamArg s) {
+  def(m, "concatenate", concat_fn, "arrays"_a, pos_only(), "axis"_a.none() = 0, kw, "stream"_a = nb::none());
+  def(m, "concat", concat_fn, "arrays"_a, pos_only(), "axis"_a.none() = 0, kw, "stream"_a = nb::none());
+  def(m, "stack", [](nb::handle arrays, int axis, StreamArg s) { return stack(to_array_list(arrays), axis, s); },
+        "arrays"_a, pos_only(), "axis"_a = 0, kw, "stream"_a = nb::none());
+  def(m, "split", [](nb::handle a, nb::handle ios, int axis, StreamArg s) {
     return split_impl(to_array(a), ios, axis, s);
-  }, "a"_a, "indices_or_sections"_a, "axis"_a = 0, kw, "stream"_a = nb::none());
+  }, "a"_a, pos_only(), "indices_or_sections"_a, "axis"_a = 0, kw, "stream"_a = nb::none());
   cls.def("split", &split_impl, "indices_or_sections"_a, "axis"_a = 0, kw, "stream"_a = nb::none());
-  m.def("unstack", [](nb::handle a, int axis, StreamArg s) { return unstack(to_array(a), axis, s); },
-        "x"_a, kw, "axis"_a = 0, "stream"_a = nb::none());
-  m.def("repeat", [](nb::handle a, int repeats, std::optional<int> axis, StreamArg s) {
+  def(m, "unstack", [](nb::handle a, int axis, StreamArg s) { return unstack(to_array(a), axis, s); },
+        "x"_a, pos_only(), kw, "axis"_a = 0, "stream"_a = nb::none());
+  def(m, "repeat", [](nb::handle a, int repeats, std::optional<int> axis, StreamArg s) {
     array x = to_array(a);
     return axis ? repeat(x, repeats, *axis, s) : repeat(x, repeats, s);
-  }, "array"_a, "repeats"_a, "axis"_a = nb::none(), kw, "stream"_a = nb::none());
-  m.def("tile", [](nb::handle a, const IntOrVec& reps, StreamArg s) { return tile(to_array(a), to_vec(reps), s); },
-        "a"_a, "reps"_a, kw, "stream"_a = nb::none());
-  m.def("pad", [](nb::handle a, nb::handle pad_width, const std::string& mode, nb::handle value,
+  }, "array"_a, pos_only(), "repeats"_a, "axis"_a = nb::none(), kw, "stream"_a = nb::none());
+  def(m, "tile", [](nb::handle a, const IntOrVec& reps, StreamArg s) { return tile(to_array(a), to_vec(reps), s); },
+        "a"_a, "reps"_a, pos_only(), kw, "stream"_a = nb::none());
+  def(m, "pad", [](nb::handle a, nb::handle pad_width, const std::string& mode, nb::handle value,
                   StreamArg s) {
     array x = to_array(a);
     array v = is_python_scalar(value) ? scalar_to_array(value, x.dtype()) : to_array(value);
@@ -154,18 +154,18 @@ void init_shape(nb::module_& m, ArrayClass& cls) {
       for (auto& r : rows) widths.push_back({r[0], r[1]});
     }
     return pad(x, widths, v, mode, s);
-  }, "a"_a, "pad_width"_a, "mode"_a = "constant", "constant_values"_a = 0, kw, "stream"_a = nb::none());
-  m.def("flip", [](nb::handle a, const Axes& axis, StreamArg s) {
+  }, "a"_a, pos_only(), "pad_width"_a, "mode"_a = "constant", "constant_values"_a = 0, kw, "stream"_a = nb::none());
+  def(m, "flip", [](nb::handle a, const Axes& axis, StreamArg s) {
     array x = to_array(a);
     return axis ? flip(x, to_vec(*axis), s) : flip(x, s);
-  }, "a"_a, "axis"_a = nb::none(), kw, "stream"_a = nb::none());
-  m.def("roll", [](nb::handle a, const IntOrVec& shift, const Axes& axis, StreamArg s) {
+  }, "a"_a, pos_only(), "axis"_a = nb::none(), kw, "stream"_a = nb::none());
+  def(m, "roll", [](nb::handle a, const IntOrVec& shift, const Axes& axis, StreamArg s) {
     array x = to_array(a);
     auto sv = to_vec(shift);
     Shape sh(sv.begin(), sv.end());
     if (!axis) return roll(x, sh, s);
     return roll(x, sh, to_vec(*axis), s);
-  }, "a"_a, "shift"_a, "axis"_a = nb::none(), kw, "stream"_a = nb::none());
+  }, "a"_a, pos_only(), "shift"_a, "axis"_a = nb::none(), kw, "stream"_a = nb::none());
   m.def("atleast_1d", [](nb::args a, StreamArg s) { return atleast(a, s, &atleast_1d); }, "arys"_a, "stream"_a = nb::none());
   m.def("atleast_2d", [](nb::args a, StreamArg s) { return atleast(a, s, &atleast_2d); }, "arys"_a, "stream"_a = nb::none());
   m.def("atleast_3d", [](nb::args a, StreamArg s) { return atleast(a, s, &atleast_3d); }, "arys"_a, "stream"_a = nb::none());
@@ -175,35 +175,35 @@ void init_shape(nb::module_& m, ArrayClass& cls) {
   cls.def("diagonal", [](const array& a, int offset, int axis1, int axis2, StreamArg s) {
     return diagonal(a, offset, axis1, axis2, s);
   }, "offset"_a = 0, "axis1"_a = 0, "axis2"_a = 1, "stream"_a = nb::none());
-  m.def("diag", [](nb::handle a, int k, StreamArg s) { return diag(to_array(a), k, s); },
-        "a"_a, "k"_a = 0, kw, "stream"_a = nb::none());
+  def(m, "diag", [](nb::handle a, int k, StreamArg s) { return diag(to_array(a), k, s); },
+        "a"_a, pos_only(), "k"_a = 0, kw, "stream"_a = nb::none());
   cls.def("diag", [](const array& a, int k, StreamArg s) { return diag(a, k, s); }, "k"_a = 0, kw,
           "stream"_a = nb::none());
-  m.def("contiguous", [](nb::handle a, bool allow_col_major, StreamArg s) {
+  def(m, "contiguous", [](nb::handle a, bool allow_col_major, StreamArg s) {
     return contiguous(to_array(a), allow_col_major, s);
-  }, "a"_a, "allow_col_major"_a = false, kw, "stream"_a = nb::none());
-  m.def("view", [](nb::handle a, Dtype t, StreamArg s) { return view(to_array(a), t, s); }, "a"_a,
+  }, "a"_a, pos_only(), "allow_col_major"_a = false, kw, "stream"_a = nb::none());
+  def(m, "view", [](nb::handle a, Dtype t, StreamArg s) { return view(to_array(a), t, s); }, "a"_a, pos_only(),
         "dtype"_a, kw, "stream"_a = nb::none());
   cls.def("view", [](const array& a, Dtype t, StreamArg s) { return view(a, t, s); }, "dtype"_a, kw,
           "stream"_a = nb::none());
-  m.def("astype", [](nb::handle a, Dtype t, StreamArg s) { return astype(to_array(a), t, s); }, "a"_a,
+  def(m, "astype", [](nb::handle a, Dtype t, StreamArg s) { return astype(to_array(a), t, s); }, "a"_a, pos_only(),
         "dtype"_a, kw, "stream"_a = nb::none());
   m.def("copy", [](nb::handle a, StreamArg s) { return copy(to_array(a), s); }, "a"_a, kw,
         "stream"_a = nb::none());
-  m.def("as_strided", [](nb::handle a, std::optional<Shape> shape, std::optional<Strides> strides,
+  def(m, "as_strided", [](nb::handle a, std::optional<Shape> shape, std::optional<Strides> strides,
                          size_t offset, StreamArg s) {
     array x = to_array(a);
     Shape sh = shape.value_or(x.shape());
     Strides st = strides.value_or(row_major_strides(sh));
     return as_strided(x, sh, st, offset, s);
-  }, "a"_a, "shape"_a = nb::none(), "strides"_a = nb::none(), "offset"_a = 0, kw, "stream"_a = nb::none());
-  m.def("slice", [](nb::handle a, nb::handle start, std::vector<int> axes, nb::handle size, StreamArg s) {
+  }, "a"_a, pos_only(), "shape"_a = nb::none(), "strides"_a = nb::none(), "offset"_a = 0, kw, "stream"_a = nb::none());
+  def(m, "slice", [](nb::handle a, nb::handle start, std::vector<int> axes, nb::handle size, StreamArg s) {
     return slice(to_array(a), to_array(start), axes, to_shape(size, "slice"), s);
-  }, "a"_a, "start_indices"_a, "axes"_a, "slice_size"_a, kw, "stream"_a = nb::none());
-  m.def("slice_update", [](nb::handle a, nb::handle update, nb::handle start, std::vector<int> axes,
+  }, "a"_a, pos_only(), "start_indices"_a, "axes"_a, "slice_size"_a, kw, "stream"_a = nb::none());
+  def(m, "slice_update", [](nb::handle a, nb::handle update, nb::handle start, std::vector<int> axes,
                            StreamArg s) {
     return slice_update(to_array(a), to_array(update), to_array(start), axes, s);
-  }, "a"_a, "update"_a, "start_indices"_a, "axes"_a, kw, "stream"_a = nb::none());
+  }, "a"_a, pos_only(), "update"_a, "start_indices"_a, "axes"_a, kw, "stream"_a = nb::none());
 }
 
 }  // namespace tessera::python

@@ -22,28 +22,28 @@ void init_sort(nb::module_& m, ArrayClass&) {
       {"sort", static_cast<Sort>(&tessera::sort)},
       {"argsort", static_cast<Sort>(&tessera::argsort)}};
   for (auto [name, f] : sorts) {
-    m.def(name, [f](nb::handle a, std::optional<int> axis, StreamArg s) {
+    def(m, name, [f](nb::handle a, std::optional<int> axis, StreamArg s) {
       array x = flat_or(to_array(a), axis, s);
       return f(x, *axis, s);
-    }, "a"_a, "axis"_a.none() = -1, nb::kw_only(), "stream"_a = nb::none());
+    }, "a"_a, pos_only(), "axis"_a.none() = -1, nb::kw_only(), "stream"_a = nb::none());
   }
   std::vector<std::pair<const char*, Select>> selections = {
       {"partition", static_cast<Select>(&tessera::partition)},
       {"argpartition", static_cast<Select>(&tessera::argpartition)}};
   for (auto [name, f] : selections) {
-    m.def(name, [f](nb::handle a, int kth, std::optional<int> axis, StreamArg s) {
+    def(m, name, [f](nb::handle a, int kth, std::optional<int> axis, StreamArg s) {
       array x = flat_or(to_array(a), axis, s);
       return f(x, kth, *axis, s);
-    }, "a"_a, "kth"_a, "axis"_a.none() = -1, nb::kw_only(), "stream"_a = nb::none());
+    }, "a"_a, pos_only(), "kth"_a, "axis"_a.none() = -1, nb::kw_only(), "stream"_a = nb::none());
   }
-  m.def("topk", [](nb::handle a, int k, std::optional<int> axis, StreamArg s) {
+  def(m, "topk", [](nb::handle a, int k, std::optional<int> axis, StreamArg s) {
     array x = flat_or(to_array(a), axis, s);
     return topk(x, k, *axis, s);
-  }, "a"_a, "k"_a, "axis"_a.none() = -1, nb::kw_only(), "stream"_a = nb::none());
-  m.def("searchsorted", [](nb::handle sorted_sequence, nb::handle values, const std::string& side,
+  }, "a"_a, pos_only(), "k"_a, "axis"_a.none() = -1, nb::kw_only(), "stream"_a = nb::none());
+  def(m, "searchsorted", [](nb::handle sorted_sequence, nb::handle values, const std::string& side,
                            StreamArg s) {
     return searchsorted(to_array(sorted_sequence), to_array(values), side, s);
-  }, "sorted_sequence"_a, "values"_a, "side"_a = "left", nb::kw_only(), "stream"_a = nb::none());
+  }, "sorted_sequence"_a, "values"_a, pos_only(), "side"_a = "left", nb::kw_only(), "stream"_a = nb::none());
 }
 
 }  // namespace tessera::python

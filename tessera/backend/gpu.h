@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <variant>
@@ -44,6 +45,21 @@ void release_device(allocator::BufferStorage* s);
 // buffers on the copy stream, in this order, as far as the memory limit
 // allows without evicting anything.
 void prefetch(const std::vector<allocator::BufferStorage*>& buffers);
+
+// DLPack (see Note [Borrowed memory] in memory/allocator.h). Streams cross
+// the interface as integers, as DLPack passes them: a cudaStream_t, or 1 for
+// the legacy default stream, 2 for the per-thread default stream.
+// The cudaStream_t behind GPU stream s.
+std::uintptr_t stream_handle(const Stream& s);
+// Storage whose only valid copy is `bytes` of device memory at `ptr` that
+// another library owns, written by work that s is ordered after.
+allocator::BufferStorage* borrow_device(void* ptr, size_t bytes, const Stream& s);
+// Makes the device copy of a buffer valid for a consumer, orders the
+// consumer's stream after the work that wrote it (none when consumer_stream
+// is -1), marks the device copy the only valid one (the consumer may write
+// it) and keeps it from eviction until end_export. Returns its address.
+void* export_device(allocator::BufferStorage* s, std::intptr_t consumer_stream);
+void end_export(allocator::BufferStorage* s);
 
 // Page-locked host memory (null without a GPU, or when the system refuses).
 void* pinned_alloc(size_t bytes);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <sstream>
+#include <utility>
 
 #include "tessera/backend/cpu/copy.h"
 #include "tessera/backend/gpu.h"
@@ -74,14 +75,22 @@ Flags compute_flags(const Shape& shape, const Strides& strides) {
   return Flags{contiguous, row, col};
 }
 
-size_t compute_data_size(const Shape& shape, const Strides& strides) {
-  size_t size = shape_size(shape);
-  if (size == 0) return 0;
+namespace {
+// The element offsets (lowest, highest) that a non-empty view reaches from its
+// element at index 0.
+std::pair<int64_t, int64_t> element_span(const Shape& shape, const Strides& strides) {
   int64_t lo = 0, hi = 0;
   for (size_t i = 0; i < shape.size(); ++i) {
     int64_t span = int64_t(shape[i] - 1) * strides[i];
     (span < 0 ? lo : hi) += span;
   }
+  return {lo, hi};
+}
+}  // namespace
+
+size_t compute_data_size(const Shape& shape, const Strides& strides) {
+  if (shape_size(shape) == 0) return 0;
+  auto [lo, hi] = element_span(shape, strides);
   return static_cast<size_t>(hi - lo + 1);
 }
 
@@ -140,13 +149,38 @@ array::array(std::initializer_list<int> data, Dtype dtype)
     : array(data.begin(), Shape{static_cast<ShapeElem>(data.size())}, dtype) {}
 
 array::array(void* data, Shape shape, Dtype dtype, const std::function<void(void*)>& deleter)
-    : array(Empty{}, std::move(shape), dtype) {
-  auto* storage = new allocator::BufferStorage{data, nbytes(), nbytes()};
-  set_data(allocator::Buffer(storage), [deleter](allocator::Buffer b) {
-    if (b.storage()->device) gpu::release_device(b.storage());
-    if (deleter) deleter(b.raw_ptr());
-    delete b.storage();
-  });
+    : array(borrow(data, std::move(shape), {}, dtype, Device::cpu,
+                   [deleter, data] { if (deleter) deleter(data); })) {}
+
+array array::borrow(void* first, Shape shape, Strides strides, Dtype dtype, Device device,
+                    std::function<void()> release) {
+  array a(Empty{}, std::move(shape), dtype);
+  if (strides.empty()) strides = row_major_strides(a.shape());
+  if (strides.size() != a.ndim()) {
+    throw std::invalid_argument("[array] " + std::to_string(strides.size()) +
+                                " strides given for an array of " + std::to_string(a.ndim()) +
+                                " dimensions");
+  }
+  size_t data_size = compute_data_size(a.shape(), strides);
+  int64_t lo = a.size() ? element_span(a.shape(), strides).first : 0;
+  size_t bytes = data_size * a.itemsize();
+  void* base = static_cast<char*>(first) + lo * static_cast<int64_t>(a.itemsize());
+  allocator::BufferStorage* storage =
+      device.type == Device::gpu ? gpu::borrow_device(base, bytes, default_stream(Device::gpu))
+                                 : new allocator::BufferStorage{base, bytes, bytes};
+  storage->borrowed = true;
+  Flags flags = compute_flags(a.shape(), strides);
+  a.set_data(allocator::Buffer(storage), data_size, std::move(strides), flags,
+             [release = std::move(release)](allocator::Buffer b) {
+               auto* s = b.storage();
+               // Waits for GPU work and copies that still read the memory.
+               if (s->device || s->upload_event) gpu::release_device(s);
+               if (s->host_block) allocator::free(allocator::Buffer(s->host_block));
+               delete s;
+               if (release) release();
+             });
+  a.desc_->offset = -lo;
+  return a;
 }
 
 array::array(allocator::Buffer data, Shape shape, Dtype dtype, Deleter deleter)
@@ -353,7 +387,8 @@ void array::move_shared_buffer(array other) {
 }
 
 bool array::is_donatable() const {
-  return desc_.use_count() == 1 && desc_->data && desc_->data.use_count() == 1;
+  return desc_.use_count() == 1 && desc_->data && desc_->data.use_count() == 1 &&
+         !(desc_->data->buffer.storage() && desc_->data->buffer.storage()->borrowed);
 }
 
 template <typename T>

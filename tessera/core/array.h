@@ -88,7 +88,16 @@ class array {
   array(std::initializer_list<T> data, Shape shape, Dtype dtype = dtype_of<T>);
 
   // Wrap external memory without copying; `deleter` runs when no array uses it.
+  // The memory is never written in place (Note [Borrowed memory]).
   array(void* data, Shape shape, Dtype dtype, const std::function<void(void*)>& deleter);
+  // Wrap memory that another library owns without copying (Note [Borrowed
+  // memory]): `first` is the address of the element at index 0, in host memory
+  // or, for Device::gpu, in GPU memory written by work that the default GPU
+  // stream is ordered after. Strides are in elements, of any sign (empty:
+  // row-major). `release` runs once no array uses the memory and no GPU work
+  // reads it.
+  static array borrow(void* first, Shape shape, Strides strides, Dtype dtype, Device device,
+                      std::function<void()> release);
   // Adopt an allocator buffer holding row-contiguous data.
   array(allocator::Buffer data, Shape shape, Dtype dtype, Deleter deleter = allocator::free);
 
@@ -199,7 +208,8 @@ class array {
   void move_shared_buffer(array other, const Strides& strides, Flags flags,
                           size_t data_size, int64_t offset = 0);
   void move_shared_buffer(array other);
-  // The buffer is referenced by this array alone and may be written in place.
+  // The buffer is referenced by this array alone and may be written in place
+  // (never true of borrowed memory).
   bool is_donatable() const;
 
   // Scheduling state (used by eval).

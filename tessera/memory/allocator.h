@@ -9,6 +9,15 @@
 // allocation, followed by the data. The header holds the size and the host pointer;
 // the residency protocol of the GPU backend adds its device copies and their
 // validity to the same header, so a Buffer stays one pointer wide everywhere.
+//
+// Note [Borrowed memory]
+// A buffer may wrap memory that another library owns (a NumPy array's data, a
+// DLPack tensor, on the host or on the GPU): `borrowed`. Such memory is shared
+// with its owner, so no kernel ever writes it in place (array::is_donatable is
+// false) and Tessera never frees it: the array's deleter hands it back. When
+// the borrowed memory is the device copy (`device_borrowed`), the device pool
+// neither counts nor evicts it, and the buffer's release waits for the GPU
+// work that reads it before handing it back.
 #pragma once
 
 #include <cstddef>
@@ -32,9 +41,12 @@ struct BufferStorage {
   // (host_block), is taken when first needed.
   bool separate_host = false;
   int device_stream = -1;    // stream of the last GPU work on the device copy
-  int in_use = 0;            // GPU tasks using the device copy now (not evictable)
+  int in_use = 0;            // GPU tasks and DLPack exports using the device copy now (not evictable)
   void* upload_event = nullptr;  // cudaEvent_t after the last host-to-device copy
   BufferStorage* host_block = nullptr;
+  // See Note [Borrowed memory].
+  bool borrowed = false;
+  bool device_borrowed = false;
   // Buffers with a device copy, least recently used first (eviction order).
   BufferStorage* lru_prev = nullptr;
   BufferStorage* lru_next = nullptr;

@@ -1,6 +1,7 @@
 // The array, the graph, evaluation, streams and memory.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <sstream>
 #include <thread>
@@ -62,6 +63,58 @@ TEST(Array, ExternalMemoryIsNotCopied) {
     EXPECT_EQ(a.data<float>(), storage);
   }
   EXPECT_TRUE(freed);
+}
+
+TEST(Array, BorrowedMemoryIsNeverWrittenInPlace) {
+  // Each op below may reuse the buffer of an input that only its task holds
+  // (donation); a borrowed input is never reused.
+  std::vector<float> f = {1, 2, 3, 4};
+  std::vector<int32_t> i = {5, -6, 7, -8};
+  int released = 0;
+  auto wrap_f = [&] { return array(f.data(), {4}, float32, [&](void*) { ++released; }); };
+  auto wrap_i = [&] { return array(i.data(), {2, 2}, int32, [&](void*) { ++released; }); };
+  array y = add(wrap_f(), array(1.f));
+  array z = negative(exp(wrap_f()));
+  array u = astype(wrap_i(), uint32);  // same width
+  array c = copy(wrap_i());
+  eval(y, z, u, c);
+  EXPECT_EQ(released, 4);
+  EXPECT_EQ(f, (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_EQ(i, (std::vector<int32_t>{5, -6, 7, -8}));
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(y.data<float>()[k], f[k] + 1);
+    EXPECT_FLOAT_EQ(z.data<float>()[k], -std::exp(f[k]));
+    EXPECT_EQ(u.data<uint32_t>()[k], static_cast<uint32_t>(i[k]));
+    EXPECT_EQ(c.data<int32_t>()[k], i[k]);
+  }
+  // Not donatable even when this handle is the only one.
+  array w = wrap_f();
+  EXPECT_FALSE(w.is_donatable());
+  array own = copy(w);
+  eval(own);
+  EXPECT_TRUE(own.is_donatable());
+}
+
+TEST(Array, BorrowKeepsStridesOfAnySign) {
+  float buf[12];
+  for (int k = 0; k < 12; ++k) buf[k] = static_cast<float>(k);
+  bool released = false;
+  {
+    // buf viewed as a (3, 4) matrix, rows reversed and every other column.
+    array a = array::borrow(buf + 8, {3, 2}, {-4, 2}, float32, Device::cpu,
+                            [&] { released = true; });
+    EXPECT_EQ(a.strides(), (Strides{-4, 2}));
+    EXPECT_EQ(a.data<float>(), buf + 8);  // no copy
+    array r = contiguous(a);
+    eval(r);
+    std::vector<float> got(r.data<float>(), r.data<float>() + 6);
+    EXPECT_EQ(got, (std::vector<float>{8, 10, 4, 6, 0, 2}));
+    EXPECT_FLOAT_EQ(sum(a).item<float>(), 30.f);
+    EXPECT_FALSE(released);
+  }
+  EXPECT_TRUE(released);
+  EXPECT_THROW(array::borrow(buf, {3, 4}, {4}, float32, Device::cpu, nullptr),
+               std::invalid_argument);
 }
 
 TEST(Half, RoundTripAndRounding) {

@@ -254,3 +254,48 @@ TEST(Residency, MemoryStatsCountDeviceMemory) {
   EXPECT_GE(get_active_memory(), gpu::active_memory());
   EXPECT_EQ(y.data<float>()[12345], 2.f);
 }
+
+TEST(Residency, BorrowedDeviceMemoryIsReadNotWrittenNorEvicted) {
+  // Device memory that another library owns (here: a Tessera export, as a
+  // DLPack consumer would hold it) imported without a copy: GPU ops read it,
+  // never reuse it, and eviction under a small limit leaves it where it is.
+  REQUIRE_GPU();
+  const int n = 1 << 20;  // 4 MiB of float32
+  auto v = iota_values(n);
+  array owner = multiply(host_array(v, {n}), array(2.f), Device::gpu);
+  eval(owner);
+  auto* storage = owner.buffer().storage();
+  void* p = gpu::export_device(storage, -1);
+  bool released = false;
+  {
+    array b = array::borrow(p, {n}, {}, float32, Device::gpu, [&] {
+      gpu::end_export(storage);
+      released = true;
+    });
+    array y = add(array::borrow(p, {n}, {}, float32, Device::gpu, nullptr), array(1.f), Device::gpu);
+    array z = negative(b, Device::gpu);
+    eval(y, z);
+    {
+      // Room for the exported copy (not evictable) and w's input and output:
+      // y and z are evicted (written back), the borrowed copy is skipped.
+      LimitGuard guard(size_t{13} << 20);
+      array w = multiply(host_array(v, {n}), array(3.f), Device::gpu);
+      eval(w);
+      EXPECT_EQ(w.data<float>()[n - 1], 3 * v[n - 1]);
+    }
+    const array &cy = y, &cz = z, &cb = b;  // reads only
+    for (int j = 0; j < n; j += 997) {
+      ASSERT_EQ(cy.data<float>()[j], 2 * v[j] + 1) << j;
+      ASSERT_EQ(cz.data<float>()[j], -2 * v[j]) << j;
+      ASSERT_EQ(cb.data<float>()[j], 2 * v[j]) << j;  // host copy made on the first read
+    }
+    array again = sum(b, false, Device::gpu);  // the device copy is still the borrowed one
+    double want = 0;
+    for (float x : v) want += 2.0 * x;
+    EXPECT_NEAR(again.item<float>(), want, want * 1e-5);
+    EXPECT_FALSE(released);
+  }
+  EXPECT_TRUE(released);
+  const array& co = owner;
+  for (int j = 0; j < n; j += 997) ASSERT_EQ(co.data<float>()[j], 2 * v[j]) << j;
+}

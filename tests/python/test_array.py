@@ -336,6 +336,8 @@ def test_dlpack_round_trips(rng):
     with pytest.raises(ValueError):
         mx.from_dlpack([1, 2])
     with pytest.raises(ValueError):
-        mx.asarray(n, copy=False)
+        mx.asarray([1.0, 2.0], copy=False)  # a copy is unavoidable
+    shared = mx.asarray(n, copy=False)  # reference §4.1: shares NumPy's memory
+    assert np.from_dlpack(shared).ctypes.data == n.ctypes.data
     assert mx.asarray(n, copy=True).shape == (3, 4)
     assert mx.asarray([1, 2], dtype=mx.int8).dtype == mx.int8

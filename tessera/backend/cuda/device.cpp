@@ -90,7 +90,9 @@ constexpr int kCopyStream = -2;
 // first. An allocation that would pass the limit first evicts from the front
 // of that list: a copy that is the only valid one is written back to the
 // host, then the device copy is freed (stream-ordered, after the work that
-// uses it). Buffers in use by the task being encoded (in_use) are skipped.
+// uses it). Buffers in use by the task being encoded or by a DLPack export
+// (in_use) are skipped, and so are borrowed device copies (Note [Borrowed
+// memory] in memory/allocator.h), which are not the pool's to free.
 // Only when nothing is left to evict does the allocation fail, with an error
 // naming the sizes.
 //
@@ -282,7 +284,7 @@ void evict_locked(size_t bytes) {
   BufferStorage* b = st.lru_head;
   while (b && st.active + bytes > st.limit) {
     BufferStorage* next = b->lru_next;
-    if (b->in_use == 0) {
+    if (b->in_use == 0 && !b->device_borrowed) {
       if (!b->host_valid) {
         cudaEvent_t e = queue_download_locked(b);
         TESSERA_CUDA_CHECK(cudaEventSynchronize(e));
@@ -377,9 +379,8 @@ void mark_in_use_locked(BufferStorage* b) {
   tl_used.push_back(b);
 }
 
-// Makes the device copy of b exist and valid for work on stream s.
-void ensure_device_locked(BufferStorage* b, const Stream& s) {
-  mark_in_use_locked(b);
+// Makes the device copy of b exist and valid (its writer: b->device_stream).
+void make_device_valid_locked(BufferStorage* b) {
   if (!b->device) {
     // Allocated on the copy stream, which writes it first.
     b->device = device_alloc_locked(b->size, kCopyStream);
@@ -390,11 +391,24 @@ void ensure_device_locked(BufferStorage* b, const Stream& s) {
     lru_touch_locked(b);
   }
   if (!b->device_valid) upload_locked(b);
+}
+
+// Makes `waiter` wait for the work that wrote the device copy of b.
+void order_after_writer_locked(cudaStream_t waiter, BufferStorage* b) {
   if (b->device_stream == kCopyStream && b->upload_event) {
-    TESSERA_CUDA_CHECK(cudaStreamWaitEvent(stream_locked(s.index),
-                                           static_cast<cudaEvent_t>(b->upload_event), 0));
-  } else if (b->device_stream != s.index) {
-    order_after_locked(stream_locked(s.index), b->device_stream);
+    TESSERA_CUDA_CHECK(cudaStreamWaitEvent(waiter, static_cast<cudaEvent_t>(b->upload_event), 0));
+  } else {
+    order_after_locked(waiter, b->device_stream);
+  }
+}
+
+// Makes the device copy of b exist and valid for work on stream s.
+// (The stream is obtained only to queue a wait: see Note [Tiny ops].)
+void ensure_device_locked(BufferStorage* b, const Stream& s) {
+  mark_in_use_locked(b);
+  make_device_valid_locked(b);
+  if ((b->device_stream == kCopyStream && b->upload_event) || b->device_stream != s.index) {
+    order_after_writer_locked(stream_locked(s.index), b);
   }
   b->device_stream = s.index;
 }
@@ -544,9 +558,62 @@ void wait_uploads(BufferStorage* b) {
 }
 
 void release_device(BufferStorage* b) {
-  std::lock_guard l(state().mutex);
+  std::unique_lock l(state().mutex);
   finish_upload_locked(b);
-  if (b->device) free_device_locked(b);
+  if (!b->device) return;
+  if (!b->device_borrowed) {
+    free_device_locked(b);
+    return;
+  }
+  // Its owner may reuse the memory at once: first the work reading it ends.
+  cudaEvent_t e = take_event_locked();
+  cudaError_t err = cudaEventRecord(e, stream_locked(b->device_stream));
+  lru_remove_locked(b);
+  b->device = nullptr;
+  b->device_valid = false;
+  l.unlock();
+  if (err == cudaSuccess) err = cudaEventSynchronize(e);
+  if (err != cudaSuccess) cudaGetLastError();  // frees never throw (destructors)
+  l.lock();
+  give_event_locked(e);
+}
+
+std::uintptr_t stream_handle(const Stream& s) {
+  return reinterpret_cast<std::uintptr_t>(cuda_stream(s));
+}
+
+BufferStorage* borrow_device(void* ptr, size_t bytes, const Stream& s) {
+  auto* b = new BufferStorage{nullptr, bytes, bytes};
+  b->separate_host = true;
+  b->host_valid = false;
+  b->device = ptr;
+  b->device_valid = true;
+  b->device_borrowed = true;
+  b->device_stream = s.index;
+  std::lock_guard l(state().mutex);
+  lru_push_back_locked(b);
+  return b;
+}
+
+void* export_device(BufferStorage* b, std::intptr_t consumer_stream) {
+  std::lock_guard l(state().mutex);
+  make_device_valid_locked(b);
+  if (consumer_stream != -1) {
+    cudaStream_t consumer = consumer_stream == 1   ? cudaStreamLegacy
+                            : consumer_stream == 2 ? cudaStreamPerThread
+                                                   : reinterpret_cast<cudaStream_t>(consumer_stream);
+    order_after_writer_locked(consumer, b);
+  } else {
+    stream_locked(b->device_stream);  // launches the writer's pending tiny ops
+  }
+  ++b->in_use;
+  b->host_valid = false;
+  return b->device;
+}
+
+void end_export(BufferStorage* b) {
+  std::lock_guard l(state().mutex);
+  --b->in_use;
 }
 
 void prefetch(const std::vector<BufferStorage*>& buffers) {

@@ -18,6 +18,14 @@ void host_written(allocator::BufferStorage*) {}
 void wait_uploads(allocator::BufferStorage*) {}
 void release_device(allocator::BufferStorage*) {}
 void prefetch(const std::vector<allocator::BufferStorage*>&) {}
+std::uintptr_t stream_handle(const Stream&) { throw std::logic_error("[gpu] no GPU stream can exist (bug)"); }
+allocator::BufferStorage* borrow_device(void*, size_t, const Stream&) {
+  throw std::invalid_argument("[from_dlpack] GPU memory cannot be imported: this build has no GPU backend");
+}
+void* export_device(allocator::BufferStorage*, std::intptr_t) {
+  throw std::invalid_argument("[__dlpack__] this build has no GPU backend to export to");
+}
+void end_export(allocator::BufferStorage*) {}
 void* pinned_alloc(size_t) { return nullptr; }
 void pinned_free(void*) { throw std::logic_error("[gpu] no pinned memory exists (bug)"); }
 size_t active_memory() { return 0; }
