@@ -79,17 +79,30 @@ __device__ __forceinline__ int64_t offset_of(int64_t i, const Dims<N>& d, int k 
 template <typename T>
 inline constexpr int kVec = (16 % sizeof(T) == 0) ? static_cast<int>(16 / sizeof(T)) : 1;
 
-// Shuffle of any trivially copyable value, word by word.
-template <typename A>
-__device__ __forceinline__ A shfl_xor(const A& v, int lane_mask) {
+// Shuffle of any trivially copyable value, word by word: `shuffle` is a
+// __shfl_*_sync of one 32-bit word over the whole warp.
+template <typename A, typename F>
+__device__ __forceinline__ A shfl_words(const A& v, F shuffle) {
   constexpr int W = (sizeof(A) + 3) / 4;
   uint32_t w[W] = {};
   memcpy(w, &v, sizeof(A));
 #pragma unroll
-  for (int k = 0; k < W; ++k) w[k] = __shfl_xor_sync(0xffffffffu, w[k], lane_mask);
+  for (int k = 0; k < W; ++k) w[k] = shuffle(w[k]);
   A r;
   memcpy(&r, w, sizeof(A));
   return r;
+}
+template <typename A>
+__device__ __forceinline__ A shfl_xor(const A& v, int lane_mask) {
+  return shfl_words(v, [=](uint32_t w) { return __shfl_xor_sync(0xffffffffu, w, lane_mask); });
+}
+template <typename A>
+__device__ __forceinline__ A shfl_down(const A& v, int delta) {
+  return shfl_words(v, [=](uint32_t w) { return __shfl_down_sync(0xffffffffu, w, delta); });
+}
+template <typename A>
+__device__ __forceinline__ A shfl_up(const A& v, int delta) {
+  return shfl_words(v, [=](uint32_t w) { return __shfl_up_sync(0xffffffffu, w, delta); });
 }
 
 // Combines acc over groups of g lanes (a power of two <= 32, groups aligned in
@@ -99,18 +112,6 @@ template <typename A, typename M>
 __device__ __forceinline__ A warp_reduce(A acc, int g, M merge) {
   for (int off = g / 2; off > 0; off /= 2) acc = merge(acc, shfl_xor(acc, off));
   return acc;
-}
-
-template <typename A>
-__device__ __forceinline__ A shfl_down(const A& v, int delta) {
-  constexpr int W = (sizeof(A) + 3) / 4;
-  uint32_t w[W] = {};
-  memcpy(w, &v, sizeof(A));
-#pragma unroll
-  for (int k = 0; k < W; ++k) w[k] = __shfl_down_sync(0xffffffffu, w[k], delta);
-  A r;
-  memcpy(&r, w, sizeof(A));
-  return r;
 }
 
 // Combines acc over the whole block (blockDim.x a multiple of 32, <= 1024);

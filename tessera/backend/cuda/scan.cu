@@ -115,18 +115,6 @@ struct LogAddExpOp {
   __device__ static double log1p_(double v) { return log1p(v); }
 };
 
-template <typename A>
-__device__ __forceinline__ A shfl_up(const A& v, int delta) {
-  constexpr int W = (sizeof(A) + 3) / 4;
-  uint32_t w[W] = {};
-  memcpy(w, &v, sizeof(A));
-#pragma unroll
-  for (int k = 0; k < W; ++k) w[k] = __shfl_up_sync(0xffffffffu, w[k], delta);
-  A r;
-  memcpy(&r, w, sizeof(A));
-  return r;
-}
-
 template <typename Op>
 __device__ __forceinline__ typename Op::A load(const typename Op::T* x, int64_t loc) {
   return convert<typename Op::A>(x[loc]);
