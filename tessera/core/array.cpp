@@ -11,6 +11,7 @@
 #include "tessera/core/eval.h"
 #include "tessera/core/primitive.h"
 #include "tessera/core/scheduler.h"
+#include "tessera/memory/pool.h"
 
 namespace tessera {
 
@@ -120,7 +121,8 @@ array::ArrayDesc::~ArrayDesc() {
 }
 
 array::array(Empty, Shape shape, Dtype dtype)
-    : desc_(std::make_shared<ArrayDesc>(std::move(shape), dtype)) {}
+    : desc_(std::allocate_shared<ArrayDesc>(pool::Allocator<ArrayDesc>(), std::move(shape),
+                                            dtype)) {}
 
 array::~array() = default;
 
@@ -192,7 +194,7 @@ array::array(Shape shape, Dtype dtype, std::shared_ptr<Primitive> primitive,
              std::vector<array> inputs)
     : array(Empty{}, std::move(shape), dtype) {
   if (!primitive) return;  // a temporary for kernels: data comes from set_data
-  auto node = std::make_shared<Node>();
+  auto node = std::allocate_shared<Node>(pool::Allocator<Node>());
   node->primitive = std::move(primitive);
   node->inputs = std::move(inputs);
   for (auto& in : node->inputs) desc_->tracer = desc_->tracer || in.desc_->tracer;
@@ -204,7 +206,7 @@ std::vector<array> array::make_arrays(std::vector<Shape> shapes,
                                       const std::vector<Dtype>& dtypes,
                                       const std::shared_ptr<Primitive>& primitive,
                                       const std::vector<array>& inputs) {
-  auto node = std::make_shared<Node>();
+  auto node = std::allocate_shared<Node>(pool::Allocator<Node>());
   node->primitive = primitive;
   node->inputs = inputs;
   node->output_shapes = shapes;
@@ -336,7 +338,7 @@ array::ArrayIterator array::end() const {
 }
 
 void array::set_data(allocator::Buffer buffer, Deleter deleter) {
-  desc_->data = std::make_shared<Data>(buffer, std::move(deleter));
+  desc_->data = std::allocate_shared<Data>(pool::Allocator<Data>(), buffer, std::move(deleter));
   desc_->offset = 0;
   desc_->data_size = size();
   desc_->strides = row_major_strides(shape());
@@ -352,7 +354,7 @@ void array::set_data(allocator::Buffer buffer, Deleter deleter) {
 
 void array::set_data(allocator::Buffer buffer, size_t data_size, Strides strides, Flags flags,
                      Deleter deleter) {
-  desc_->data = std::make_shared<Data>(buffer, std::move(deleter));
+  desc_->data = std::allocate_shared<Data>(pool::Allocator<Data>(), buffer, std::move(deleter));
   desc_->offset = 0;
   desc_->data_size = data_size;
   desc_->strides = std::move(strides);

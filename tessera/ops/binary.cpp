@@ -3,6 +3,7 @@
 // ops/primitives/binary.h for the integer semantics (division by zero, ...).
 #include "tessera/ops/binary.h"
 
+#include "tessera/memory/pool.h"
 #include "tessera/ops/creation.h"
 #include "tessera/ops/primitives/binary.h"
 #include "tessera/ops/primitives/unary.h"
@@ -49,7 +50,8 @@ array make_binary(const char* op, const array& a, const array& b, Dtype dtype, D
                   StreamOrDevice s, Args... args) {
   auto inputs = prepare(op, a, b, dtype, s);
   Shape shape = inputs[0].shape();
-  return array(std::move(shape), out_dtype, std::make_shared<P>(to_stream(s), args...),
+  return array(std::move(shape), out_dtype,
+               std::allocate_shared<P>(pool::Allocator<P>(), to_stream(s), args...),
                std::move(inputs));
 }
 

@@ -1,6 +1,7 @@
 // Elementwise functions of one array: dtype rules (core.md §3.4), then a node.
 #include "tessera/ops/unary.h"
 
+#include "tessera/memory/pool.h"
 #include "tessera/ops/creation.h"
 #include "tessera/ops/primitives/unary.h"
 #include "tessera/ops/utils.h"
@@ -21,7 +22,8 @@ void check_real(const char* op, const array& a) {
 
 template <typename P, typename... Args>
 array make_unary(const array& a, Dtype out_dtype, StreamOrDevice s, Args... args) {
-  return array(a.shape(), out_dtype, std::make_shared<P>(to_stream(s), args...), {a});
+  return array(a.shape(), out_dtype,
+               std::allocate_shared<P>(pool::Allocator<P>(), to_stream(s), args...), {a});
 }
 
 template <typename P>
