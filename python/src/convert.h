@@ -110,13 +110,13 @@ const char* positional_only_signature(const std::string& doc, size_t n);
 
 namespace detail {
 template <bool Unnamed, typename T>
-T annotation(const T& e) {
+decltype(auto) annotation(const T& e) {
   if constexpr (Unnamed && nb::detail::arg_traits<T>::is_arg) {
     T unnamed = e;
     unnamed.name_ = nullptr;
     return unnamed;
   } else {
-    return e;
+    return (e);  // also a docstring (an array)
   }
 }
 

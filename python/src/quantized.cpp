@@ -13,33 +13,33 @@ std::optional<array> optional_array(nb::handle v) {
 }  // namespace
 
 void init_quantized(nb::module_& m) {
-  m.def("quantize", [](nb::handle w, std::optional<int> group_size, std::optional<int> bits,
+  def(m, "quantize", [](nb::handle w, std::optional<int> group_size, std::optional<int> bits,
                        const std::string& mode, nb::handle global_scale,
                        StreamArg s) {
     auto out = quantize(to_array(w), group_size, bits, mode, optional_array(global_scale), s);
     nb::list items;
     for (auto& a : out) items.append(nb::cast(a));
     return nb::tuple(items);
-  }, "w"_a, "group_size"_a = nb::none(), "bits"_a = nb::none(), "mode"_a = "affine",
+  }, "w"_a, pos_only(), "group_size"_a = nb::none(), "bits"_a = nb::none(), "mode"_a = "affine",
         nb::kw_only(), "global_scale"_a = nb::none(), "stream"_a = nb::none(),
         "Quantizes the rows of w in groups: (w_q, scales, biases) in mode 'affine'.");
-  m.def("dequantize", [](nb::handle w, nb::handle scales, nb::handle biases,
+  def(m, "dequantize", [](nb::handle w, nb::handle scales, nb::handle biases,
                          std::optional<int> group_size, std::optional<int> bits,
                          const std::string& mode, nb::handle global_scale,
                          std::optional<Dtype> dtype, StreamArg s) {
     return dequantize(to_array(w), to_array(scales), optional_array(biases), group_size, bits,
                       mode, optional_array(global_scale), dtype, s);
-  }, "w"_a, "scales"_a, "biases"_a = nb::none(), "group_size"_a = nb::none(),
+  }, "w"_a, pos_only(), "scales"_a, "biases"_a = nb::none(), "group_size"_a = nb::none(),
         "bits"_a = nb::none(), "mode"_a = "affine", "global_scale"_a = nb::none(),
         "dtype"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none(),
         "The matrix that quantize packed: scales * q + biases per group.");
-  m.def("quantized_matmul", [](nb::handle x, nb::handle w, nb::handle scales,
+  def(m, "quantized_matmul", [](nb::handle x, nb::handle w, nb::handle scales,
                                nb::handle biases, bool transpose,
                                std::optional<int> group_size, std::optional<int> bits,
                                const std::string& mode, StreamArg s) {
     return quantized_matmul(to_array(x), to_array(w), to_array(scales), optional_array(biases),
                             transpose, group_size, bits, mode, s);
-  }, "x"_a, "w"_a, "scales"_a, "biases"_a = nb::none(), "transpose"_a = true,
+  }, "x"_a, "w"_a, pos_only(), "scales"_a, "biases"_a = nb::none(), "transpose"_a = true,
         "group_size"_a = nb::none(), "bits"_a = nb::none(), "mode"_a = "affine", nb::kw_only(),
         "stream"_a = nb::none(),
         "x @ dequantize(w).T (or x @ dequantize(w) when transpose is False).");
