@@ -9,6 +9,7 @@
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "tessera/backend/cuda/tiny.h"
@@ -452,6 +453,10 @@ void enqueue_tiny(const Stream& s, const TinyOp& op) {
   auto& batch = st.tiny[s.index];
   if (!batch) batch = std::make_unique<TinyBatch>();
   if (batch->count == kTinyBatch) stream_locked(s.index);  // launches the full batch
+  if (batch->count == kTinyBatch) {
+    throw std::logic_error("[gpu::enqueue_tiny] stream " + std::to_string(s.index) +
+                           " has no CUDA stream (bug)");
+  }
   batch->ops[batch->count++] = op;
 }
 

@@ -47,7 +47,8 @@ struct TinyBatch {
 };
 static_assert(sizeof(TinyBatch) <= 4096);
 
-// Runs the ops of a batch in order on stream st (tiny.cu).
+// Queues the ops of a batch on stream st, to run in order (tiny.cu). Never
+// throws: it is called on paths that must not (frees, destructors).
 void launch_tiny(const TinyBatch& batch, cudaStream_t st);
 
 }  // namespace tessera::gpu
