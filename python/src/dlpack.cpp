@@ -223,9 +223,11 @@ array copy_of(void* first, const Shape& shape, Strides strides, Dtype dtype, Dev
 
 namespace {
 
+// Where the data lives: the GPU when only the device copy is valid (also
+// while the GPU is the default device, so that arrays made from host data
+// still cross to NumPy as host memory).
 bool exports_on_gpu(array& x) {
   if (!is_available(Device::gpu)) return false;
-  if (default_device().type == Device::gpu) return true;
   {
     nb::gil_scoped_release nogil;
     x.eval();
