@@ -43,6 +43,13 @@ void init_quantized(nb::module_& m) {
         "group_size"_a = nb::none(), "bits"_a = nb::none(), "mode"_a = "affine", nb::kw_only(),
         "stream"_a = nb::none(),
         "x @ dequantize(w).T (or x @ dequantize(w) when transpose is False).");
+  def(m, "to_fp8", [](nb::handle x, StreamArg s) { return to_fp8(to_array(x), s); },
+      "x"_a, pos_only(), nb::kw_only(), "stream"_a = nb::none(),
+      "Encodes floats as fp8 e4m3 codes (uint8): nearest value, ties to even, saturating at 448.");
+  def(m, "from_fp8", [](nb::handle x, Dtype dtype, StreamArg s) {
+    return from_fp8(to_array(x), dtype, s);
+  }, "x"_a, pos_only(), "dtype"_a = bfloat16, nb::kw_only(), "stream"_a = nb::none(),
+      "Decodes fp8 e4m3 codes (uint8) into `dtype`.");
 }
 
 }  // namespace tessera::python

@@ -2,10 +2,17 @@
 #include "tessera/ops/quantized.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
 
+#include "tessera/ops/binary.h"
 #include "tessera/ops/creation.h"
+#include "tessera/ops/indexing.h"
 #include "tessera/ops/primitives/quantized.h"
 #include "tessera/ops/shape.h"
+#include "tessera/ops/sort.h"
+#include "tessera/ops/unary.h"
 #include "tessera/ops/utils.h"
 
 namespace tessera {
@@ -183,6 +190,62 @@ bool Dequantize::is_equivalent(const Primitive& other) const {
 bool QuantizedMatmul::is_equivalent(const Primitive& other) const {
   auto& o = dynamic_cast<const QuantizedMatmul&>(other);
   return o.group_size_ == group_size_ && o.bits_ == bits_ && o.transpose_ == transpose_;
+}
+
+// ---- fp8 e4m3 -----------------------------------------------------------------
+
+namespace {
+
+// The value of the e4m3 code c (sign bit clear): exponent bias 7, subnormals
+// m / 8 * 2^-6; 0x7f is NaN.
+float e4m3_value(int c) {
+  const int e = (c >> 3) & 15, m = c & 7;
+  if (e == 15 && m == 7) return std::numeric_limits<float>::quiet_NaN();
+  return e == 0 ? std::ldexp(m / 8.0f, -6) : std::ldexp(1.0f + m / 8.0f, e - 7);
+}
+
+}  // namespace
+
+// Composed of existing ops, so it runs on every device and vmaps: the code of
+// |x| is the number of midpoints between consecutive finite values below it
+// (searchsorted), a tie (|x| on a midpoint) goes to the even code, NaN becomes
+// 0x7f, and the sign bit is set for negative values and -0.0.
+array to_fp8(const array& x, StreamOrDevice s) {
+  if (!is_floating_point(x.dtype())) {
+    throw std::invalid_argument("[to_fp8] expects a floating-point array, got dtype " +
+                                dtype_name(x.dtype()));
+  }
+  std::vector<float> mids(126);
+  for (int c = 0; c < 126; ++c) mids[c] = (e4m3_value(c) + e4m3_value(c + 1)) / 2;
+  array m(mids.begin(), Shape{126}, float32);
+  array xf = astype(x, float32, s);
+  array a = abs(xf, s);
+  array lo = searchsorted(m, a, "left", s), hi = searchsorted(m, a, "right", s);
+  // On a midpoint lo + 1 == hi: take whichever is even.
+  array one(uint32_t(1), uint32);
+  array code = where(equal(bitwise_and(lo, one, s), array(uint32_t(0), uint32), s), lo, hi, s);
+  code = where(isnan(a, s), array(uint32_t(0x7f), uint32), code, s);
+  array negative = not_equal(right_shift(view(xf, uint32, s), array(uint32_t(31), uint32), s),
+                             array(uint32_t(0), uint32), s);
+  code = where(negative, bitwise_or(code, array(uint32_t(0x80), uint32), s), code, s);
+  return astype(code, uint8, s);
+}
+
+array from_fp8(const array& x, Dtype dtype, StreamOrDevice s) {
+  if (x.dtype() != uint8) {
+    throw std::invalid_argument("[from_fp8] expects uint8 codes, got dtype " +
+                                dtype_name(x.dtype()));
+  }
+  if (!is_floating_point(dtype)) {
+    throw std::invalid_argument("[from_fp8] the result dtype must be floating-point, got " +
+                                dtype_name(dtype));
+  }
+  std::vector<float> values(256);
+  for (int c = 0; c < 256; ++c) {
+    values[c] = std::copysign(e4m3_value(c & 0x7f), c & 0x80 ? -1.0f : 1.0f);  // also NaN's sign
+  }
+  array table(values.begin(), Shape{256}, float32);
+  return astype(take(table, astype(x, int32, s), 0, s), dtype, s);
 }
 
 }  // namespace tessera

@@ -42,4 +42,10 @@ array quantized_matmul(const array& x, const array& w, const array& scales,
                        std::optional<int> bits = std::nullopt, const std::string& mode = "affine",
                        StreamOrDevice s = {});
 
+// fp8 e4m3 ("fn": no infinities, 0x7f and 0xff are NaN, largest finite 448),
+// stored as uint8. to_fp8 rounds to nearest, ties to even, and saturates
+// finite and infinite values beyond 448 to +-448; from_fp8 decodes exactly.
+array to_fp8(const array& x, StreamOrDevice s = {});
+array from_fp8(const array& x, Dtype dtype = bfloat16, StreamOrDevice s = {});
+
 }  // namespace tessera

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -418,4 +419,103 @@ TEST(Quantize, BadInputIsRefusedWithAClearMessage) {
   has(message([&] { quantized_matmul(array({1, 2}), q[0], q[1], q[2]); }), "x must be floating");
   has(message([&] { quantized_matmul(random_f64({2, 64}, 1), q[0], q[1], q[2], true, 64, 4, "nvfp4"); }),
       "mode 'nvfp4' is not implemented");
+}
+
+// fp8 e4m3: every code decoded against hand-worked values and round-tripped;
+// encoding against the nearest finite value found by scanning all of them
+// here (ties to the even code), with saturation, NaN and signed zeros.
+namespace {
+
+// The e4m3 value of code c, from its fields.
+double fp8_value(int c) {
+  const int sign = c >> 7, e = (c >> 3) & 15, m = c & 7;
+  if (e == 15 && m == 7) return std::nan("");
+  double v = e == 0 ? m / 8.0 * std::pow(2.0, -6) : (1 + m / 8.0) * std::pow(2.0, e - 7);
+  return sign ? -v : v;
+}
+
+// The code to_fp8 must give for x.
+int fp8_code(float x) {
+  if (std::isnan(x)) return std::signbit(x) ? 0xff : 0x7f;
+  const double a = std::fabs(static_cast<double>(x));
+  int best = 0;
+  for (int c = 1; c < 0x7f; ++c) {
+    double d = std::fabs(fp8_value(c) - a), db = std::fabs(fp8_value(best) - a);
+    if (d < db || (d == db && c % 2 == 0)) best = c;
+  }
+  return best | (std::signbit(x) ? 0x80 : 0);
+}
+
+}  // namespace
+
+TEST(Fp8, DecodesEveryCodeAndRoundTrips) {
+  std::vector<uint8_t> codes(256);
+  for (int c = 0; c < 256; ++c) codes[c] = static_cast<uint8_t>(c);
+  for (Device d : harness::devices()) {
+    StreamContext ctx(d);
+    array x(codes.begin(), Shape{256}, uint8);
+    auto v = host_values<float>(from_fp8(x, float32));
+    EXPECT_EQ(v[0x38], 1.0f);
+    EXPECT_EQ(v[0x7e], 448.0f);
+    EXPECT_EQ(v[0x01], std::ldexp(1.0f, -9));
+    EXPECT_EQ(v[0x08], std::ldexp(1.0f, -6));
+    EXPECT_EQ(v[0xb8], -1.0f);
+    EXPECT_TRUE(v[0x80] == 0.0f && std::signbit(v[0x80]));
+    EXPECT_TRUE(std::isnan(v[0x7f]) && std::isnan(v[0xff]));
+    for (int c = 0; c < 256; ++c) {
+      if (!std::isnan(fp8_value(c))) {
+        ASSERT_EQ(v[c], static_cast<float>(fp8_value(c))) << c;
+      }
+    }
+    auto back = host_values<uint8_t>(to_fp8(from_fp8(x, float32)));
+    for (int c = 0; c < 256; ++c) ASSERT_EQ(back[c], c) << c;
+    EXPECT_EQ(from_fp8(x).dtype(), bfloat16);
+    auto h = host_values<float>(astype(from_fp8(x, float16), float32));
+    for (int c = 0; c < 256; ++c) {
+      if (!std::isnan(fp8_value(c))) ASSERT_EQ(h[c], static_cast<float>(fp8_value(c))) << c;
+    }
+  }
+}
+
+TEST(Fp8, EncodesToTheNearestValueTiesToEven) {
+  auto xs = random_floats(2000, 91, -500.f, 500.f);
+  auto small = random_floats(1000, 92, -0.05f, 0.05f);
+  xs.insert(xs.end(), small.begin(), small.end());
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float x : {0.0f, -0.0f, 1.0625f, 1.1875f, -1.0625f, 448.0f, 464.0f, 1e6f, inf, -inf,
+                  std::nanf(""), std::ldexp(1.0f, -10), std::ldexp(3.0f, -11)}) {
+    xs.push_back(x);
+  }
+  for (Device d : harness::devices()) {
+    StreamContext ctx(d);
+    for (Dtype t : {float32, float16, bfloat16}) {
+      array x = astype(array(xs.begin(), Shape{int(xs.size())}, float32), t);
+      auto xv = host_values<float>(astype(x, float32));
+      array q = to_fp8(x);
+      ASSERT_EQ(q.dtype(), uint8);
+      auto got = host_values<uint8_t>(q);
+      for (size_t i = 0; i < xs.size(); ++i) {
+        ASSERT_EQ(int(got[i]), fp8_code(xv[i])) << dtype_name(t) << " x = " << xv[i];
+      }
+    }
+  }
+  // Hand-worked: ties 1.0625 -> 1.0 (0x38, even), 1.1875 -> 1.25 (0x3a, even);
+  // beyond 448 saturates.
+  auto h = host_values<uint8_t>(to_fp8(array({1.0625f, 1.1875f, 1000.f, -inf}, Shape{4})));
+  EXPECT_EQ(h, (std::vector<uint8_t>{0x38, 0x3a, 0x7e, 0xfe}));
+}
+
+TEST(Fp8, RejectsWrongDtypes) {
+  EXPECT_THROW(
+      {
+        try {
+          to_fp8(array({1, 2}, Shape{2}, int32));
+        } catch (const std::invalid_argument& e) {
+          EXPECT_NE(std::string(e.what()).find("[to_fp8]"), std::string::npos);
+          throw;
+        }
+      },
+      std::invalid_argument);
+  EXPECT_THROW(from_fp8(array({1.f}, Shape{1})), std::invalid_argument);
+  EXPECT_THROW(from_fp8(array({uint8_t(1)}, Shape{1}, uint8), int32), std::invalid_argument);
 }

@@ -250,3 +250,47 @@ def test_nn_quantize_replaces_layers_with_predicate():
     assert model.layers[1].bits == 8 and model.layers[1].group_size == 64
     with pytest.raises(ValueError, match="unable to quantize"):
         nn.quantize(nn.Sequential(nn.ReLU()), class_predicate=lambda p, m: True)
+
+
+def fp8_values():
+    """The 256 e4m3 values from their fields (NaN for 0x7f and 0xff)."""
+    c = np.arange(256)
+    e, m = (c >> 3) & 15, c & 7
+    v = np.where(e == 0, m / 8 * 2.0 ** -6, (1 + m / 8) * 2.0 ** (e - 7))
+    v = np.where((e == 15) & (m == 7), np.nan, v)
+    return np.where(c >= 128, -v, v)
+
+
+def test_from_fp8_decodes_every_code():
+    codes = mx.array(np.arange(256, dtype=np.uint8))
+    want = fp8_values()
+    for dtype in (mx.float32, mx.float16, mx.bfloat16):
+        got = np.array(mx.from_fp8(codes, dtype=dtype).astype(mx.float32))
+        np.testing.assert_array_equal(got, want.astype(np.float32))
+    assert mx.from_fp8(codes).dtype == mx.bfloat16
+    with pytest.raises(ValueError, match="from_fp8"):
+        mx.from_fp8(mx.array([1.0]))
+
+
+def test_to_fp8_is_the_nearest_code_ties_to_even(rng):
+    x = np.concatenate([rng.uniform(-500, 500, 3000), rng.uniform(-0.05, 0.05, 1000),
+                        [0.0, -0.0, 1.0625, 1.1875, 448.0, 464.0, 1e6, np.inf, -np.inf]])
+    x = x.astype(np.float32)
+    vals = fp8_values()[:127]  # the non-negative codes 0..0x7e (0x7f is NaN)
+    a = np.minimum(np.abs(x.astype(np.float64)), 448.0)  # saturation
+    dist = np.abs(a[:, None] - vals[None, :])
+    best = dist.min(axis=1, keepdims=True)
+    ties = dist == best
+    codes = np.arange(len(vals))
+    # The even code among the nearest (at most two, consecutive).
+    want = np.where(ties & (codes % 2 == 0), codes, 10**6).min(axis=1)
+    want = np.where(ties.sum(axis=1) == 1, dist.argmin(axis=1), want)
+    want = want | np.where(np.signbit(x), 0x80, 0)
+    got = np.array(mx.to_fp8(mx.array(x)))
+    assert got.dtype == np.uint8
+    np.testing.assert_array_equal(got, want.astype(np.uint8))
+    codes = mx.array(np.arange(256, dtype=np.uint8))
+    np.testing.assert_array_equal(np.array(mx.to_fp8(mx.from_fp8(codes, dtype=mx.float32))),
+                                  np.arange(256))
+    with pytest.raises(TypeError):
+        mx.to_fp8(x=mx.array([1.0]))
