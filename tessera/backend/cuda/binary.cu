@@ -78,10 +78,7 @@ constexpr int kUnroll = 2;
 // Rows per thread and step in the rows kernel.
 constexpr int kRowUnroll = 4;
 
-template <typename Out, typename Op, typename In>
-__device__ __forceinline__ Out apply(const Op& op, In a, In b) {
-  return gpu::from_compute<Out>(op(gpu::to_compute(a), gpu::to_compute(b)));
-}
+using gpu::apply;
 
 template <typename Op, typename In, typename Out, int N>
 __device__ __forceinline__ gpu::Vec<Out, N> apply_vec(const Op& op, const gpu::Vec<In, N>& a,

@@ -177,6 +177,12 @@ T* allocate_like(array& out, const array& like, const Stream& s) {
                               dtype_name(t));
 }
 
+// A binary functor on two stored elements, its result stored as Out.
+template <typename Out, typename Op, typename In>
+__device__ __forceinline__ Out apply(const Op& op, In a, In b) {
+  return from_compute<Out>(op(to_compute(a), to_compute(b)));
+}
+
 template <typename HostOut>
 void check_out_dtype(const array& out, const char* family) {
   if (detail::exact_dtype<HostOut> != out.dtype()) {

@@ -15,7 +15,7 @@ __device__ __forceinline__ void run(const TinyOp& op, const Op& f) {
   const T* b = static_cast<const T*>(op.b);
   T* out = static_cast<T*>(op.out);
   for (int i = threadIdx.x; i < op.n; i += kTinyThreads) {
-    out[i] = from_compute<T>(f(to_compute(a[op.a_scalar ? 0 : i]), to_compute(b[op.b_scalar ? 0 : i])));
+    out[i] = apply<T>(f, a[op.a_scalar ? 0 : i], b[op.b_scalar ? 0 : i]);
   }
 }
 
