@@ -202,7 +202,7 @@ void wait_for(int stream_index, uint64_t seq) {
 int current_stream_index() { return tl_stream_index; }
 
 bool begin_inline(const Stream& s) {
-  return s.device == Device::cpu && registry().worker(s.index).begin_inline();
+  return registry().worker(s.index).begin_inline();
 }
 void end_inline(const Stream& s) { registry().worker(s.index).end_inline(); }
 
