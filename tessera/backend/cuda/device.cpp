@@ -2,6 +2,7 @@
 // protocol (see Note [Residency] in device.h).
 #include "tessera/backend/cuda/device.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <limits>
 #include <map>
@@ -380,6 +381,16 @@ void mark_in_use_locked(BufferStorage* b) {
   tl_used.push_back(b);
 }
 
+// A buffer freed while the task on this thread still counts it: a temporary
+// of the task (a dense copy of an input, a workspace array). task_done must
+// not touch it once it is gone.
+void forget_in_use_locked(BufferStorage* b) {
+  if (b->in_use == 0 || tl_used.empty()) return;
+  auto kept = std::remove(tl_used.begin(), tl_used.end(), b);
+  b->in_use -= static_cast<int>(tl_used.end() - kept);
+  tl_used.erase(kept, tl_used.end());
+}
+
 // Makes the device copy of b exist and valid (its writer: b->device_stream).
 void make_device_valid_locked(BufferStorage* b) {
   if (!b->device) {
@@ -564,6 +575,7 @@ void wait_uploads(BufferStorage* b) {
 
 void release_device(BufferStorage* b) {
   std::unique_lock l(state().mutex);
+  forget_in_use_locked(b);
   finish_upload_locked(b);
   if (!b->device) return;
   if (!b->device_borrowed) {
