@@ -9,6 +9,7 @@
 import sys
 
 from . import core
+from . import _io
 from . import _transforms
 
 # The native submodules importable by name too (import tessera.core.linalg).
@@ -16,6 +17,7 @@ for _name in ("cuda", "fft", "linalg", "random"):
     sys.modules[f"{__name__}.core.{_name}"] = getattr(core, _name)
 
 _transforms.install(core)
+_io.install(core)
 
 __version__ = core.__version__
 

@@ -137,9 +137,9 @@ class Module(dict):
         """Saves the flattened parameters to ``.npz`` or ``.safetensors``."""
         params = dict(tree_flatten(self.parameters()))
         if file.endswith(".npz"):
-            _save_npz(file, params)
+            mx.savez(file, **params)
         elif file.endswith(".safetensors"):
-            _save_safetensors(file, params)
+            mx.save_safetensors(file, params)
         else:
             raise ValueError(f"[save_weights] unsupported file extension of {file!r}; "
                              "use .npz or .safetensors")
@@ -381,90 +381,9 @@ class Module(dict):
 
 
 # ---- file formats -----------------------------------------------------------
-# tessera.core has no load/savez yet; weights go through NumPy.
-
-_SAFETENSORS_DTYPES = {
-    "F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16",
-    "I64": "int64", "I32": "int32", "I16": "int16", "I8": "int8",
-    "U64": "uint64", "U32": "uint32", "U16": "uint16", "U8": "uint8", "BOOL": "bool_",
-}
-
-
-def _to_numpy(name, a):
-    import numpy as np
-    if a.dtype == mx.bfloat16:
-        # bfloat16 is the top half of a float32.
-        bits = np.array(a.astype(mx.float32)).view(np.uint32)
-        return (bits >> 16).astype(np.uint16), "BF16"
-    arr = np.array(a)
-    for code, n in _SAFETENSORS_DTYPES.items():
-        if getattr(mx, n) == a.dtype:
-            return arr, code
-    raise ValueError(f"[save_weights] cannot save {name!r} of dtype {a.dtype}")
-
-
-def _save_npz(file, params):
-    import numpy as np
-    arrays = {}
-    for k, v in params.items():
-        if v.dtype == mx.bfloat16:
-            raise ValueError(f"[save_weights] .npz cannot hold bfloat16 ({k!r}); "
-                             "use .safetensors")
-        arrays[k] = np.array(v)
-    with open(file, "wb") as f:
-        np.savez(f, **arrays)
-
-
-def _save_safetensors(file, params, metadata=None):
-    import json
-    import numpy as np
-    header = {}
-    blobs = []
-    offset = 0
-    for k, v in params.items():
-        arr, code = _to_numpy(k, v)
-        data = np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<")).tobytes()
-        header[k] = {"dtype": code, "shape": list(v.shape),
-                     "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    if metadata:
-        header["__metadata__"] = dict(metadata)
-    head = json.dumps(header, separators=(",", ":")).encode()
-    head += b" " * (-len(head) % 8)
-    with open(file, "wb") as f:
-        f.write(len(head).to_bytes(8, "little"))
-        f.write(head)
-        for b in blobs:
-            f.write(b)
-
 
 def _load_file(file):
-    import json
-    import numpy as np
-    if file.endswith(".npz"):
-        with np.load(file) as data:
-            return {k: mx.array(data[k]) for k in data.files}
-    if file.endswith(".safetensors"):
-        with open(file, "rb") as f:
-            n = int.from_bytes(f.read(8), "little")
-            header = json.loads(f.read(n))
-            body = f.read()
-        out = {}
-        for k, info in header.items():
-            if k == "__metadata__":
-                continue
-            start, end = info["data_offsets"]
-            code = info["dtype"]
-            if code == "BF16":
-                bits = np.frombuffer(body[start:end], dtype="<u2").astype(np.uint32) << 16
-                arr = mx.array(bits.view(np.float32).reshape(info["shape"])).astype(mx.bfloat16)
-            else:
-                np_dtype = np.dtype("bool" if code == "BOOL" else
-                                    _SAFETENSORS_DTYPES[code]).newbyteorder("<")
-                arr = mx.array(np.frombuffer(body[start:end], dtype=np_dtype)
-                               .astype(np_dtype.newbyteorder("=")).reshape(info["shape"]))
-            out[k] = arr
-        return out
+    if file.endswith(".npz") or file.endswith(".safetensors"):
+        return mx.load(file)
     raise ValueError(f"[load_weights] unsupported file extension of {file!r}; "
                      "use .npz or .safetensors")
