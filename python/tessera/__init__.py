@@ -9,6 +9,7 @@
 import sys
 
 from . import core
+from . import _conv
 from . import _io
 from . import _transforms
 
@@ -18,6 +19,7 @@ for _name in ("cuda", "fft", "linalg", "random"):
 
 _transforms.install(core)
 _io.install(core)
+_conv.install(core)
 
 __version__ = core.__version__
 

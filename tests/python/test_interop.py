@@ -2,6 +2,7 @@
 the GPU, and the positional-only parameters of the reference (core.md)."""
 import ctypes
 import gc
+import inspect
 import sys
 
 import numpy as np
@@ -354,7 +355,12 @@ POSITIONAL_ONLY = {
 
 
 def positional_params(fn):
-    """The parameter names before '/' in the signature nanobind shows."""
+    """The parameter names before '/' in the signature nanobind shows, or in a
+    Python function's signature."""
+    if inspect.isfunction(fn):
+        names = tuple(p.name for p in inspect.signature(fn).parameters.values()
+                      if p.kind == inspect.Parameter.POSITIONAL_ONLY)
+        return names or None
     line = fn.__doc__.splitlines()[0]
     params, depth, cur = [], 0, ""
     for ch in line[line.index("(") + 1:]:

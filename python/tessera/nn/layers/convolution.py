@@ -1,38 +1,12 @@
-"""Convolutions of ``(N, *spatial, C_in)`` inputs. tessera.core has no
-convolution op yet, so these gather the windows through ``mx.as_strided`` and
-multiply them with the weight."""
+"""Convolution layers of ``(N, *spatial, C_in)`` inputs, over tessera.core's
+convolutions (``conv_general`` and ``conv_transpose{1,2,3}d``)."""
 
 import math
 from typing import Tuple, Union
 
 import tessera.core as mx
 from tessera.nn.layers.base import Module
-from tessera.nn.layers.pooling import _tuple, sliding_windows
-
-
-def conv_general(x, weight, stride, padding, dilation, groups):
-    """Channels-last convolution: ``weight (out, *kernel, in/groups)``."""
-    n = weight.ndim - 2
-    if any(p > 0 for p in padding):
-        x = mx.pad(x, [(0, 0)] + [(p, p) for p in padding] + [(0, 0)])
-    kernel = tuple(weight.shape[1:-1])
-    windows = sliding_windows(x, kernel, stride, dilation)  # (N, *out, *kernel, C_in)
-    out_spatial = tuple(windows.shape[1:1 + n])
-    c_in = x.shape[-1]
-    c_out = weight.shape[0]
-    cg_in = c_in // groups
-    cg_out = c_out // groups
-    rows = x.shape[0]
-    for d in out_spatial:
-        rows *= d
-    outputs = []
-    for g in range(groups):
-        win = windows[..., g * cg_in:(g + 1) * cg_in] if groups > 1 else windows
-        w = weight[g * cg_out:(g + 1) * cg_out] if groups > 1 else weight
-        cols = mx.reshape(win, (rows, -1))
-        outputs.append(cols @ mx.reshape(w, (w.shape[0], -1)).T)
-    y = outputs[0] if groups == 1 else mx.concatenate(outputs, axis=-1)
-    return mx.reshape(y, (x.shape[0],) + out_spatial + (c_out,))
+from tessera.nn.layers.pooling import _tuple
 
 
 class _Conv(Module):
@@ -66,7 +40,8 @@ class _Conv(Module):
                 f"bias={'bias' in self}")
 
     def __call__(self, x):
-        y = conv_general(x, self.weight, self.stride, self.padding, self.dilation, self.groups)
+        y = mx.conv_general(x, self.weight, self.stride, self.padding, self.dilation, 1,
+                            self.groups)
         if "bias" in self:
             y = y + self.bias
         return y
@@ -101,39 +76,6 @@ class Conv3d(_Conv):
                          1, bias)
 
 
-def conv_transpose_general(x, weight, stride, padding, dilation, output_padding):
-    """Channels-last transposed convolution, ``weight (out, *kernel, in)``:
-    ``y[i*s + j*d - p] += x[i] · w[j]``. Computed as a convolution of the input
-    with zeros inserted between its elements (``stride - 1`` of them), padded by
-    ``d*(k-1) - p`` (plus ``output_padding`` at the end), with the kernel flipped."""
-    n = weight.ndim - 2
-    kernel = tuple(weight.shape[1:-1])
-    for axis in range(n):
-        s = stride[axis]
-        ax = axis + 1
-        if s > 1:
-            size = x.shape[ax]
-            x = mx.expand_dims(x, ax + 1)
-            widths = [(0, 0)] * x.ndim
-            widths[ax + 1] = (0, s - 1)
-            x = mx.pad(x, widths)
-            shape = list(x.shape)
-            x = mx.reshape(x, tuple(shape[:ax]) + (size * s,) + tuple(shape[ax + 2:]))
-            x = x[(slice(None),) * ax + (slice(0, (size - 1) * s + 1),)]
-        low = dilation[axis] * (kernel[axis] - 1) - padding[axis]
-        high = low + output_padding[axis]
-        if low < 0 or high < 0:
-            start = max(0, -low)
-            stop = x.shape[ax] - max(0, -high)
-            x = x[(slice(None),) * ax + (slice(start, stop),)]
-        if low > 0 or high > 0:
-            widths = [(0, 0)] * x.ndim
-            widths[ax] = (max(0, low), max(0, high))
-            x = mx.pad(x, widths)
-    flipped = weight[(slice(None),) + (slice(None, None, -1),) * n]
-    return conv_general(x, flipped, (1,) * n, (0,) * n, dilation, 1)
-
-
 class _ConvTranspose(Module):
     def __init__(self, n, in_channels, out_channels, kernel_size, stride, padding, dilation,
                  output_padding, bias):
@@ -157,8 +99,9 @@ class _ConvTranspose(Module):
                 f"output_padding={self.output_padding}, bias={'bias' in self}")
 
     def __call__(self, x):
-        y = conv_transpose_general(x, self.weight, self.stride, self.padding, self.dilation,
-                                   self.output_padding)
+        n = self.weight.ndim - 2
+        conv = (mx.conv_transpose1d, mx.conv_transpose2d, mx.conv_transpose3d)[n - 1]
+        y = conv(x, self.weight, self.stride, self.padding, self.dilation, self.output_padding)
         if "bias" in self:
             y = y + self.bias
         return y

@@ -1,11 +1,10 @@
 """Max and average pooling over the spatial dims of ``(N, *spatial, C)`` inputs,
 through strided windows (``mx.as_strided``)."""
 
-import operator
-from itertools import accumulate
 from typing import Optional, Tuple, Union
 
 import tessera.core as mx
+from tessera import _conv
 from tessera.nn.layers.base import Module
 
 
@@ -19,23 +18,7 @@ def sliding_windows(x, window_shape, window_strides, window_dilation=None):
         raise ValueError(f"[sliding_windows] the window {window_shape} and strides "
                          f"{window_strides} do not match the spatial dims {spatial_dims}")
     dilation = window_dilation or (1,) * len(window_shape)
-    x = mx.contiguous(x)
-    shape = tuple(x.shape)
-    strides = list(reversed(list(accumulate(reversed(shape + (1,)), operator.mul))))[1:]
-    out_spatial = []
-    for size, window, stride, dil in zip(spatial_dims, window_shape, window_strides, dilation):
-        span = (window - 1) * dil + 1
-        if span > size:
-            raise ValueError(f"[sliding_windows] the window (span {span}) is larger than the "
-                             f"input size {size}")
-        out_spatial.append((size - span) // stride + 1)
-    final_shape = (shape[0],) + tuple(out_spatial) + tuple(window_shape) + (shape[-1],)
-    final_strides = (
-        strides[:1]
-        + [og * s for og, s in zip(strides[1:-1], window_strides)]
-        + [og * d for og, d in zip(strides[1:-1], dilation)]
-        + strides[-1:])
-    return mx.as_strided(x, final_shape, final_strides)
+    return _conv.sliding_windows(x, window_shape, window_strides, dilation)
 
 
 def _tuple(value, n, name, cls):
