@@ -15,9 +15,10 @@ namespace tessera {
 namespace {
 
 // A tracer standing for x: a new node (so the graph can be cut there) with
-// x's value.
+// x's value. It shares x's buffer when x is dense (a Contiguous node), so a
+// transform of a function of large parameters copies none of them.
 array make_tracer(const array& x) {
-  array t = copy(x);
+  array t = contiguous(x, /*allow_col_major=*/true);
   t.set_tracer(true);
   return t;
 }
