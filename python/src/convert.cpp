@@ -477,4 +477,9 @@ const char* positional_only_signature(const std::string& doc, size_t n) {
   return signatures.back().c_str();
 }
 
+std::optional<array> optional_array(nb::handle v) {
+  if (v.is_none()) return std::nullopt;
+  return to_array(v);
+}
+
 }  // namespace tessera::python

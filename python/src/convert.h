@@ -36,6 +36,8 @@ using StreamArg = StreamOrDevice;
 // Any ArrayLike (array, scalar, nested list/tuple, NumPy/DLPack/buffer object,
 // object with __tessera_array__ or __mlx_array__) to an array, cast to dtype if given.
 array to_array(nb::handle v, std::optional<Dtype> dtype = std::nullopt);
+// None -> nullopt, anything else through to_array.
+std::optional<array> optional_array(nb::handle v);
 // A Python scalar to an array, taking the other operand's dtype as the hint
 // (reference §3.3): the weak-scalar rule.
 array scalar_to_array(nb::handle v, Dtype hint);

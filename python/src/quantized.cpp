@@ -3,15 +3,6 @@
 
 namespace tessera::python {
 
-namespace {
-
-std::optional<array> optional_array(nb::handle v) {
-  if (v.is_none()) return std::nullopt;
-  return to_array(v);
-}
-
-}  // namespace
-
 void init_quantized(nb::module_& m) {
   def(m, "quantize", [](nb::handle w, std::optional<int> group_size, std::optional<int> bits,
                        const std::string& mode, nb::handle global_scale,

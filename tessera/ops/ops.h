@@ -7,6 +7,7 @@
 #include "tessera/ops/einsum.h"
 #include "tessera/ops/fft.h"
 #include "tessera/ops/linalg.h"
+#include "tessera/ops/products.h"
 #include "tessera/ops/quantized.h"
 #include "tessera/ops/random.h"
 #include "tessera/ops/reduce.h"

@@ -1,0 +1,181 @@
+// vecdot, diff, gather_mm, segmented_mm, block_masked_mm, hadamard_transform:
+// compositions of existing ops (see products.h).
+#include "tessera/ops/products.h"
+
+#include <cmath>
+#include <string>
+
+#include "tessera/ops/binary.h"
+#include "tessera/ops/creation.h"
+#include "tessera/ops/indexing.h"
+#include "tessera/ops/linalg.h"
+#include "tessera/ops/reduce.h"
+#include "tessera/ops/shape.h"
+#include "tessera/ops/unary.h"
+#include "tessera/ops/utils.h"
+
+namespace tessera {
+
+namespace {
+
+Shape batch_of(const array& a) { return Shape(a.shape().begin(), a.shape().end() - 2); }
+
+void check_matrices(const array& a, const array& b, const char* op) {
+  if (a.ndim() < 2 || b.ndim() < 2) {
+    throw_invalid(op, "expected matrices (at least 2 dimensions), got shapes " +
+                          shape_str(a.shape()) + " and " + shape_str(b.shape()));
+  }
+  if (a.shape(-1) != b.shape(-2)) {
+    throw_invalid(op, "shapes " + shape_str(a.shape()) + " and " + shape_str(b.shape()) +
+                          " are not compatible for a matrix product");
+  }
+}
+
+void check_indices(const array& idx, const char* op, const char* name) {
+  if (!issubdtype(idx.dtype(), integer)) {
+    throw_invalid(op, std::string(name) + " must have an integer dtype, got " +
+                          dtype_name(idx.dtype()));
+  }
+}
+
+// The matrices of x (..., R, C) chosen by flat batch index: (idx..., R, C).
+array gather_matrices(const array& x, const array& idx, StreamOrDevice s) {
+  int batches = 1;
+  for (int d : batch_of(x)) batches *= d;
+  array flat = reshape(x, {batches, x.shape(-2), x.shape(-1)}, s);
+  return take(flat, idx, 0, s);
+}
+
+// mask (..., ceil(R/bs), ceil(C/bs)) expanded to (..., R, C), in dtype t.
+array expand_mask(const array& mask, int rows, int cols, int bs, Dtype t, const char* op,
+                  const char* name, StreamOrDevice s) {
+  const int br = (rows + bs - 1) / bs, bc = (cols + bs - 1) / bs;
+  if (mask.ndim() < 2 || mask.shape(-2) != br || mask.shape(-1) != bc) {
+    throw_invalid(op, std::string(name) + " must have shape (..., " + std::to_string(br) + ", " +
+                          std::to_string(bc) + ") for block size " + std::to_string(bs) +
+                          ", got " + shape_str(mask.shape()));
+  }
+  if (is_complex(mask.dtype())) {
+    throw_invalid(op, std::string(name) + " must be boolean or real, got complex64");
+  }
+  const int nd = static_cast<int>(mask.ndim());
+  array m = repeat(repeat(astype(mask, t, s), bs, nd - 2, s), bs, nd - 1, s);
+  if (br * bs == rows && bc * bs == cols) return m;
+  Shape start(nd, 0), stop = m.shape();
+  stop[nd - 2] = rows;
+  stop[nd - 1] = cols;
+  return slice(m, start, stop, s);
+}
+
+}  // namespace
+
+array vecdot(const array& a, const array& b, int axis, StreamOrDevice s) {
+  const Shape shape = broadcast_shapes(a.shape(), b.shape(), "vecdot");
+  const int ax = normalize_axis(axis, static_cast<int>(shape.size()), "vecdot");
+  array left = is_complex(a.dtype()) ? conjugate(a, s) : a;
+  return sum(multiply(left, b, s), ax, false, s);
+}
+
+array diff(const array& a, int n, int axis, StreamOrDevice s) {
+  if (n < 0) throw_invalid("diff", "order n must be non-negative, got " + std::to_string(n));
+  if (a.ndim() == 0) throw_invalid("diff", "needs an array of at least one dimension");
+  const int nd = static_cast<int>(a.ndim());
+  const int ax = normalize_axis(axis, nd, "diff");
+  array x = a;
+  for (int i = 0; i < n && x.shape(ax) > 0; ++i) {
+    Shape start(nd, 0), stop = x.shape();
+    start[ax] = 1;
+    array hi = slice(x, start, stop, s);
+    start[ax] = 0;
+    stop[ax] = x.shape(ax) - 1;
+    array lo = slice(x, start, stop, s);
+    x = x.dtype() == bool_ ? not_equal(hi, lo, s) : subtract(hi, lo, s);
+  }
+  return x;
+}
+
+array gather_mm(const array& a, const array& b, std::optional<array> lhs_indices,
+                std::optional<array> rhs_indices, bool /*sorted_indices*/, StreamOrDevice s) {
+  check_matrices(a, b, "gather_mm");
+  array left = a, right = b;
+  if (lhs_indices) {
+    check_indices(*lhs_indices, "gather_mm", "lhs_indices");
+    left = gather_matrices(a, *lhs_indices, s);
+  }
+  if (rhs_indices) {
+    check_indices(*rhs_indices, "gather_mm", "rhs_indices");
+    right = gather_matrices(b, *rhs_indices, s);
+  }
+  return matmul(left, right, s);
+}
+
+array segmented_mm(const array& a, const array& b, const array& segments, StreamOrDevice s) {
+  if (a.ndim() != 2 || b.ndim() != 2 || a.shape(1) != b.shape(0)) {
+    throw_invalid("segmented_mm", "expected a (M, K) and b (K, N), got shapes " +
+                                      shape_str(a.shape()) + " and " + shape_str(b.shape()));
+  }
+  if (segments.ndim() < 1 || segments.shape(-1) != 2) {
+    throw_invalid("segmented_mm", "segments must have shape (..., 2), got " +
+                                      shape_str(segments.shape()));
+  }
+  check_indices(segments, "segmented_mm", "segments");
+  const int K = a.shape(1), nd = static_cast<int>(segments.ndim());
+  Shape first(nd, 0), stop = segments.shape();
+  stop[nd - 1] = 1;
+  array start = slice(segments, first, stop, s);  // (..., 1)
+  first[nd - 1] = 1;
+  stop[nd - 1] = 2;
+  array end = slice(segments, first, stop, s);
+  array k = arange(0, K, s);
+  array inside = logical_and(greater_equal(k, start, s), less(k, end, s), s);  // (..., K)
+  Dtype t = promote_types(a.dtype(), b.dtype());
+  // Each segment's columns of a (zeros elsewhere), times b.
+  array masked = multiply(expand_dims(astype(inside, t, s), -2, s), a, s);  // (..., M, K)
+  return matmul(masked, b, s);
+}
+
+array block_masked_mm(const array& a, const array& b, int block_size,
+                      std::optional<array> mask_out, std::optional<array> mask_lhs,
+                      std::optional<array> mask_rhs, StreamOrDevice s) {
+  const char* op = "block_masked_mm";
+  if (block_size != 32 && block_size != 64) {
+    throw_invalid(op, "block_size must be 32 or 64, got " + std::to_string(block_size));
+  }
+  check_matrices(a, b, op);
+  const int M = a.shape(-2), K = a.shape(-1), N = b.shape(-1);
+  Dtype t = promote_types(a.dtype(), b.dtype());
+  array left = a, right = b;
+  if (mask_lhs) left = multiply(a, expand_mask(*mask_lhs, M, K, block_size, t, op, "mask_lhs", s), s);
+  if (mask_rhs) right = multiply(b, expand_mask(*mask_rhs, K, N, block_size, t, op, "mask_rhs", s), s);
+  array out = matmul(left, right, s);
+  if (mask_out) out = multiply(out, expand_mask(*mask_out, M, N, block_size, t, op, "mask_out", s), s);
+  return out;
+}
+
+array hadamard_transform(const array& a, std::optional<float> scale, StreamOrDevice s) {
+  const char* op = "hadamard_transform";
+  if (a.ndim() == 0) throw_invalid(op, "needs an array of at least one dimension");
+  const int n = a.shape(-1);
+  if (n <= 0 || (n & (n - 1)) != 0) {
+    throw_invalid(op, "the last axis must have a power-of-two length, got " + std::to_string(n) +
+                          " (lengths m * 2^k with m = 12, 20 or 28 are not supported)");
+  }
+  if (is_complex(a.dtype())) throw_invalid(op, "complex input is not supported");
+  array x = is_inexact(a.dtype()) ? a : astype(a, float32, s);
+  const Shape shape = x.shape();
+  int rows = 1;
+  for (size_t d = 0; d + 1 < shape.size(); ++d) rows *= shape[d];
+  // Sylvester's recursion H_n = [[H, H], [H, -H]]: at each step, within each
+  // block of `width` elements, the halves become (top + bottom, top - bottom).
+  for (int width = n; width > 1; width /= 2) {
+    const int blocks = n / width, half = width / 2;
+    array v = reshape(x, {rows, blocks, 2, half}, s);
+    array top = take(v, 0, 2, s), bottom = take(v, 1, 2, s);
+    x = stack({add(top, bottom, s), subtract(top, bottom, s)}, 2, s);
+  }
+  x = reshape(x, shape, s);
+  const double k = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(n));
+  return multiply(x, astype(array(k, float64), x.dtype(), s), s);
+}
+
+}  // namespace tessera
