@@ -25,6 +25,10 @@ def _tuple(op, name, value, n):
     return value
 
 
+def _arrays(*values):
+    return tuple(v if isinstance(v, _mx.array) else _mx.array(v) for v in values)
+
+
 def _check(op, x, w, n, groups):
     if x.ndim != n + 2 or w.ndim != n + 2:
         raise ValueError(f"[{op}] expected an input and a weight of {n + 2} dimensions "
@@ -112,8 +116,7 @@ def conv_general(input, weight, /, stride=1, padding=0, kernel_dilation=1, input
     zeros between input elements; `flip` flips the kernel (a true convolution
     rather than a cross-correlation)."""
     op = "conv_general"
-    x = input if isinstance(input, _mx.array) else _mx.array(input)
-    w = weight if isinstance(weight, _mx.array) else _mx.array(weight)
+    x, w = _arrays(input, weight)
     n = w.ndim - 2
     _check(op, x, w, n, groups)
     if (isinstance(padding, (tuple, list)) and len(padding) == 2
@@ -128,6 +131,7 @@ def conv_general(input, weight, /, stride=1, padding=0, kernel_dilation=1, input
 
 
 def _conv_nd(op, n, input, weight, stride, padding, dilation, groups, stream):
+    input, weight = _arrays(input, weight)
     _check(op, input, weight, n, groups)
     pad = _tuple(op, "padding", padding, n)
     with _stream(stream):
@@ -157,6 +161,7 @@ def _conv_transpose_nd(op, n, input, weight, stride, padding, dilation, output_p
     """``y[i*s + j*d - p] += x[i] · w[j]``: a convolution of the input with
     ``s - 1`` zeros between its elements, padded by ``d(k-1) - p`` (plus
     `output_padding` at the end), with the kernel flipped."""
+    input, weight = _arrays(input, weight)
     _check(op, input, weight, n, groups)
     stride = _tuple(op, "stride", stride, n)
     padding = _tuple(op, "padding", padding, n)
@@ -195,8 +200,7 @@ def conv_transpose3d(input, weight, /, stride=1, padding=0, dilation=1, output_p
 def convolve(a, v, /, mode="full", *, stream=None):
     """1-D convolution of two signals (the kernel flipped, the longer one taken
     as the signal), as numpy.convolve: modes 'full', 'valid' and 'same'."""
-    a = a if isinstance(a, _mx.array) else _mx.array(a)
-    v = v if isinstance(v, _mx.array) else _mx.array(v)
+    a, v = _arrays(a, v)
     if a.ndim != 1 or v.ndim != 1:
         raise ValueError(f"[convolve] inputs must be 1-D, got shapes {a.shape} and {v.shape}")
     if a.size == 0 or v.size == 0:

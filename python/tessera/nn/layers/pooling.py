@@ -21,22 +21,13 @@ def sliding_windows(x, window_shape, window_strides, window_dilation=None):
     return _conv.sliding_windows(x, window_shape, window_strides, dilation)
 
 
-def _tuple(value, n, name, cls):
-    if isinstance(value, int):
-        return (value,) * n
-    value = tuple(value)
-    if len(value) != n:
-        raise ValueError(f"[{cls}] {name} must be an int or a {n}-tuple but is {value}")
-    return value
-
-
 class _Pool(Module):
     def __init__(self, pooling_function, kernel_size, stride, padding, padding_value, n):
         super().__init__()
         cls = type(self).__name__
-        self._kernel_size = _tuple(kernel_size, n, "kernel_size", cls)
-        self._stride = _tuple(stride if stride is not None else kernel_size, n, "stride", cls)
-        self._padding = _tuple(padding, n, "padding", cls)
+        self._kernel_size = _conv._tuple(cls, "kernel_size", kernel_size, n)
+        self._stride = _conv._tuple(cls, "stride", stride if stride is not None else kernel_size, n)
+        self._padding = _conv._tuple(cls, "padding", padding, n)
         if any(k <= 0 for k in self._kernel_size):
             raise ValueError(f"[{cls}] kernel_size must be positive but is {self._kernel_size}")
         if any(s <= 0 for s in self._stride):
