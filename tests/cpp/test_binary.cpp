@@ -258,7 +258,11 @@ TEST(Binary, Broadcasting) {
                              {{2, 3}, {}, {2, 3}},       {{4}, {3, 4}, {3, 4}},
                              {{2, 1, 3}, {4, 1}, {2, 4, 3}}, {{0, 3}, {1, 3}, {0, 3}},
                              {{1}, {5}, {5}},            {{}, {}, {}},
-                             {{5, 1}, {5, 7}, {5, 7}}};
+                             {{5, 1}, {5, 7}, {5, 7}},
+                             // A row down many rows, either side (a dense input
+                             // beside a broadcast row has its own GPU kernel).
+                             {{37, 1024}, {1024}, {37, 1024}}, {{1024}, {37, 1024}, {37, 1024}},
+                             {{3, 9, 64}, {64}, {3, 9, 64}},    {{41}, {6, 41}, {6, 41}}};
   uint64_t seed = 7;
   for (Dtype t : {float32, int32, float16, uint8}) {
     for (auto& p : pairs) {
@@ -270,9 +274,11 @@ TEST(Binary, Broadcasting) {
       std::string ctx = dtype_name(t) + " " + shape_str(p.a) + " with " + shape_str(p.b);
       array sum = add(a, b);
       ASSERT_EQ(sum.shape(), p.out) << ctx;
-      std::vector<double> want_sum(ba.size()), want_max(ba.size()), want_less(ba.size());
+      std::vector<double> want_sum(ba.size()), want_max(ba.size()), want_less(ba.size()),
+          want_diff(ba.size());
       for (size_t i = 0; i < ba.size(); ++i) {
         want_sum[i] = wrap_int(ba[i] + bb[i], t);
+        want_diff[i] = wrap_int(ba[i] - bb[i], t);
         want_max[i] = std::max(ba[i], bb[i]);
         want_less[i] = ba[i] < bb[i];
       }
@@ -280,6 +286,7 @@ TEST(Binary, Broadcasting) {
       harness::expect_values(maximum(a, b), want_max, ctx + " maximum");
       harness::expect_values(less(a, b), want_less, ctx + " less");
       harness::expect_values(add(b, a), want_sum, ctx + " add swapped");
+      harness::expect_values(subtract(a, b), want_diff, ctx + " subtract");
     }
   }
   // A 0-d array with a 0-d array stays 0-d.

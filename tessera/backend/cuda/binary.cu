@@ -5,9 +5,11 @@
 // The kernel picks one case per call, as the CPU one does:
 //   scalar-scalar, scalar-vector, vector-scalar, vector-vector (dense inputs of
 //     one layout): one linear pass with 16-byte loads;
+//   dense and row: (M, N) + (N,) with the other input dense: one linear pass
+//     with 16-byte loads, the row read at each vector's column;
 //   rows: two collapsed dimensions whose last is contiguous or broadcast in
-//     each input, e.g. (M, N) + (N,) or (M, N) * (M, 1): 16-byte loads along
-//     rows, a broadcast row loaded once per thread and reused down the rows;
+//     each input, e.g. (M, N) * (M, 1): 16-byte loads along rows, a
+//     broadcast row loaded once per thread and reused down the rows;
 //   general strided: collapsed dimensions, row-contiguous output.
 // A dense input used for the last time donates its buffer to the output (see
 // Note [Donation] in core/eval.cpp).
@@ -174,6 +176,44 @@ __global__ void __launch_bounds__(kBlock)
   }
 }
 
+// out (rows x cols, dense) = op(a, b), one input dense of out's layout and the
+// other one row broadcast down the rows ((M, N) + (N,)); cols % N == 0. Walks
+// out as a flat run of vectors, like binary_contiguous, reading the row at
+// the vector's column. Faster than binary_rows for this case: one streaming
+// input, a single index, and no registers for a second pattern ((8192,
+// 32768) + (32768,) on an H200: 4.22 TB/s standalone against 4.16).
+template <typename Op, typename In, typename Out, int N>
+__global__ void __launch_bounds__(kBlock)
+    binary_dense_row(const In* a, const In* b, Out* out, int64_t nvec, int64_t cvecs, bool a_row,
+                     Op op) {
+  const In* dense = a_row ? b : a;
+  const In* row = a_row ? a : b;
+  const bool narrow = nvec <= INT32_MAX;
+  const int64_t step = int64_t(gridDim.x) * kBlock * kUnroll;
+  for (int64_t base = int64_t(blockIdx.x) * kBlock * kUnroll + threadIdx.x; base < nvec;
+       base += step) {
+    gpu::Vec<In, N> vd[kUnroll], vr[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      int64_t v = base + u * kBlock;
+      if (v < nvec) {
+        int64_t c = narrow ? int64_t(uint32_t(v) % uint32_t(cvecs)) : v % cvecs;
+        vd[u] = gpu::load_vec<In, N>(dense, v);
+        vr[u] = gpu::load_vec<In, N>(row, c);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      int64_t v = base + u * kBlock;
+      if (v < nvec) {
+        gpu::store_vec<Out, N>(out, v,
+                               a_row ? apply_vec<Op, In, Out, N>(op, vr[u], vd[u])
+                                     : apply_vec<Op, In, Out, N>(op, vd[u], vr[u]));
+      }
+    }
+  }
+}
+
 // Row-contiguous output, inputs through collapsed dimensions; each thread
 // walks a few consecutive elements, stepping along the last dimension.
 template <typename Op, typename In, typename Out>
@@ -267,6 +307,16 @@ void binary_typed(const array& a, const array& b, array& out, const Op& op, cons
   if (shape.size() == 2 && shape[1] % N == 0 && gpu::aligned(o, sizeof(Out) * N) &&
       row_operand(pa, strides[0], ra) && row_operand(pb, strides[1], rb)) {
     const int64_t rows = shape[0], cols = shape[1], cvecs = cols / N;
+    auto dense = [&](const RowOperand<In>& x) { return x.inner && x.row_stride == cols; };
+    auto row = [&](const RowOperand<In>& x) { return x.inner && x.row_stride == 0; };
+    if ((dense(ra) && row(rb)) || (row(ra) && dense(rb))) {
+      const int64_t nvec = rows * cvecs;
+      binary_dense_row<Op, In, Out, N>
+          <<<gpu::grid_size(nvec, int64_t(kBlock) * kUnroll, s), kBlock, 0,
+             gpu::cuda_stream(s)>>>(pa, pb, o, nvec, cvecs, row(ra), op);
+      gpu::check_launch(name);
+      return;
+    }
     unsigned bx = 1;
     while (bx < kBlock && bx < cvecs) bx *= 2;
     const unsigned by = kBlock / bx;
