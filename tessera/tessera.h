@@ -15,4 +15,5 @@
 #include "tessera/core/print.h"
 #include "tessera/memory/allocator.h"
 #include "tessera/ops/ops.h"
+#include "tessera/transforms/compile.h"
 #include "tessera/transforms/transforms.h"

@@ -98,14 +98,19 @@ array cholesky_lower(const array& a, Stream s) {
 
 // ---- keys -------------------------------------------------------------------
 
-KeySequence::KeySequence(uint64_t seed) : key_(key(seed)) {}
+KeySequence::KeySequence(uint64_t seed) : key_(random::key(seed)) {}
 
-void KeySequence::seed(uint64_t seed) { key_ = key(seed); }
+void KeySequence::seed(uint64_t seed) { key_ = random::key(seed); }
 
 array KeySequence::next() {
   auto [next_key, use] = random::split(key_);
   key_ = next_key;
   return use;
+}
+
+void KeySequence::set_key(array k) {
+  check_key(k, "random.state");
+  key_ = std::move(k);
 }
 
 KeySequence& KeySequence::default_() {

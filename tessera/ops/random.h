@@ -46,6 +46,10 @@ class KeySequence {
   void seed(uint64_t seed);
   // Splits the key: keeps row 0, returns row 1.
   array next();
+  // The key itself, and replacing it (compile's implicit state: Python's
+  // random.state); set_key checks that k is a key.
+  const array& key() const { return key_; }
+  void set_key(array k);
   static KeySequence& default_();
 
  private:

@@ -9,27 +9,12 @@
 
 #include "tessera/core/primitive.h"
 #include "tessera/ops/ops.h"
+#include "tessera/transforms/tape.h"
 
 namespace tessera {
 
-namespace {
+namespace detail {
 
-// A tracer standing for x: a new node (so the graph can be cut there) with
-// x's value. It shares x's buffer when x is dense (a Contiguous node), so a
-// transform of a function of large parameters copies none of them.
-array make_tracer(const array& x) {
-  array t = contiguous(x, /*allow_col_major=*/true);
-  t.set_tracer(true);
-  return t;
-}
-
-// All outputs of the node behind a, in position order (dropped ones made
-// again: rules of factorizations need every output).
-std::vector<array> node_outputs(const array& a) { return a.outputs(); }
-
-// The nodes between `outputs` and the cut arrays (excluded) that depend on a
-// cut array, one array per node, inputs before users. Only tracers are
-// followed: nothing else can depend on the transformed inputs.
 std::vector<array> trace_tape(const std::vector<array>& outputs,
                               const std::unordered_set<std::uintptr_t>& cut) {
   std::vector<array> tape;
@@ -62,6 +47,25 @@ std::vector<array> trace_tape(const std::vector<array>& outputs,
   }
   return tape;
 }
+
+}  // namespace detail
+
+namespace {
+
+using detail::trace_tape;
+
+// A tracer standing for x: a new node (so the graph can be cut there) with
+// x's value. It shares x's buffer when x is dense (a Contiguous node), so a
+// transform of a function of large parameters copies none of them.
+array make_tracer(const array& x) {
+  array t = contiguous(x, /*allow_col_major=*/true);
+  t.set_tracer(true);
+  return t;
+}
+
+// All outputs of the node behind a, in position order (dropped ones made
+// again: rules of factorizations need every output).
+std::vector<array> node_outputs(const array& a) { return a.outputs(); }
 
 void check_same_shapes(const char* op, const char* what, const std::vector<array>& a,
                        const std::vector<array>& b) {

@@ -1,0 +1,18 @@
+// The graph walk shared by the transforms (transforms.cpp, compile.cpp).
+#pragma once
+
+#include <cstdint>
+#include <unordered_set>
+#include <vector>
+
+#include "tessera/core/array.h"
+
+namespace tessera::detail {
+
+// The nodes between `outputs` and the cut arrays (excluded) that depend on a
+// cut array, one array per node, inputs before users. Only tracers are
+// followed: nothing else can depend on the transformed inputs.
+std::vector<array> trace_tape(const std::vector<array>& outputs,
+                              const std::unordered_set<std::uintptr_t>& cut);
+
+}  // namespace tessera::detail
