@@ -25,6 +25,10 @@ void init_random(nb::module_& parent) {
   nb::module_ m = parent.def_submodule("random", "Splittable counter-based random numbers");
   m.def("seed", [](uint64_t seed) { random::seed(seed); }, "seed"_a);
   m.def("key", [](uint64_t seed) { return random::key(seed); }, "seed"_a);
+  // The calling thread's global key, read and replaced (random.state).
+  m.def("_get_key", [] { return random::KeySequence::default_().key(); });
+  m.def("_set_key", [](array key) { random::KeySequence::default_().set_key(std::move(key)); },
+        "key"_a);
   m.def("split", [](const array& key, int num, StreamArg s) { return random::split(key, num, s); },
         "key"_a, "num"_a = 2, "stream"_a = nb::none());
   m.def("bits", [](nb::handle shape, int width, const Key& key, StreamArg s) {

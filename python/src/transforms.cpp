@@ -76,6 +76,18 @@ void init_transforms(nb::module_& m) {
   m.def("_vmap_flat", [](nb::object fun, std::vector<array> inputs, std::vector<int> in_axes) {
     return to_list(vmap(wrap(fun, "vmap"), in_axes)(inputs));
   }, "fun"_a, "inputs"_a, "in_axes"_a);
+  // A compiled function of flat lists (tessera/_transforms.py builds compile's
+  // trees, implicit inputs and outputs on top).
+  m.def("_compile_flat", [](nb::object fun, bool shapeless) {
+    VecFn compiled = compile(wrap(std::move(fun), "compile"), shapeless);
+    return nb::cpp_function(
+        [compiled](std::vector<array> inputs) { return to_list(compiled(inputs)); });
+  }, "fun"_a, "shapeless"_a = false);
+  m.def("_compile_enabled", [] { return compile_mode() != CompileMode::disabled; });
+  m.def("disable_compile", &disable_compile,
+        "Makes compile a no-op: compiled functions call the function itself.");
+  m.def("enable_compile", &enable_compile,
+        "Turns compile back on (also over the MLX_DISABLE_COMPILE environment variable).");
   m.def("_checkpoint_flat", [](nb::object fun, std::vector<array> inputs) {
     return to_list(checkpoint(wrap(fun, "checkpoint"))(inputs));
   }, "fun"_a, "inputs"_a);

@@ -375,6 +375,152 @@ class custom_function:
         return tree_unflatten(result["structure"], outs)
 
 
+# ---- compile -------------------------------------------------------------------
+
+class _RandomState:
+    """random.state: a one-element list whose element is the calling thread's
+    global key, for compile's implicit inputs and outputs."""
+
+    def __len__(self):
+        return 1
+
+    def __getitem__(self, i):
+        if i not in (0, -1):
+            raise IndexError(f"[random.state] index {i} is out of range for 1 key")
+        return _core.random._get_key()
+
+    def __setitem__(self, i, key):
+        if i not in (0, -1):
+            raise IndexError(f"[random.state] index {i} is out of range for 1 key")
+        _core.random._set_key(key)
+
+    def __iter__(self):
+        yield self[0]
+
+    def __repr__(self):
+        return f"[{self[0]!r}]"
+
+
+def _array_slots(tree, op="compile"):
+    """(container, key) of every array in a tree of dicts (modules too) and lists,
+    depth first: compile reads and replaces them in place."""
+    slots = []
+
+    def walk(t):
+        if isinstance(t, _RandomState):
+            slots.append((t, 0))
+        elif isinstance(t, dict):
+            for k, v in t.items():
+                if isinstance(v, array):
+                    slots.append((t, k))
+                else:
+                    walk(v)
+        elif isinstance(t, list):
+            for i, v in enumerate(t):
+                if isinstance(v, array):
+                    slots.append((t, i))
+                else:
+                    walk(v)
+        elif isinstance(t, tuple):
+            for v in t:
+                if isinstance(v, array):
+                    raise ValueError(
+                        f"[{op}] an array in a tuple of implicit inputs or outputs cannot be "
+                        "replaced: hold it in a list or a dict")
+                walk(v)
+
+    if tree is not None:
+        walk(tree)
+    return slots
+
+
+def _constant_key(x):
+    try:
+        hash(x)
+        return (type(x), x)
+    except TypeError:
+        return (type(x), id(x))
+
+
+def _structure_key(s):
+    if s is None:
+        return None
+    typ, children = s
+    if isinstance(children, dict):
+        return (typ, tuple((k, _structure_key(c)) for k, c in children.items()))
+    return (typ, tuple(_structure_key(c) for c in children))
+
+
+_ARRAY = object()  # marks where an array goes among a tree's leaves
+
+
+def compile(fun, inputs=None, outputs=None, shapeless=False):
+    """fun traced once per signature and replayed from its recorded graph.
+
+    The signature is the tree structure of the arguments, their non-array
+    values, each array's dtype and shape, and the arrays of `inputs` (a tree
+    of arrays read as implicit extra inputs, e.g. a model's and an optimizer's
+    state). Arrays of `outputs` are replaced, in their containers, by the
+    values the call computes for them. Arrays read from closures are frozen
+    at the trace; evaluating values computed from the arguments during the
+    trace raises. With `shapeless`, a new shape traces again (a recorded graph
+    is kept per shape)."""
+    cache = {}
+
+    @functools.wraps(fun, updated=())
+    def compiled(*args, **kwargs):
+        if not _core._compile_enabled():
+            return fun(*args, **kwargs)
+        leaves, structure = tree_flatten((args, kwargs))
+        is_array = tuple(isinstance(leaf, array) for leaf in leaves)
+        explicit = [leaf for leaf, a in zip(leaves, is_array) if a]
+        in_slots = _array_slots(inputs)
+        state = [c[k] for c, k in in_slots]
+        key = (_structure_key(structure), is_array,
+               tuple(_constant_key(leaf) for leaf, a in zip(leaves, is_array) if not a),
+               tuple((id(c), k) for c, k in in_slots))
+        entry = cache.get(key)
+        if entry is None:
+            template = [None if a else leaf for leaf, a in zip(leaves, is_array)]
+            entry = {}
+
+            def flat(xs):
+                for (c, k), x in zip(in_slots, xs[len(explicit):]):
+                    c[k] = x
+                it = iter(xs[:len(explicit)])
+                a, kw = tree_unflatten(
+                    structure, [next(it) if arr else t for t, arr in zip(template, is_array)])
+                out_leaves, out_structure = tree_flatten(fun(*a, **kw))
+                out_arrays = [leaf for leaf in out_leaves if isinstance(leaf, array)]
+                entry["structure"] = out_structure
+                entry["leaves"] = [_ARRAY if isinstance(leaf, array) else leaf
+                                   for leaf in out_leaves]
+                entry["count"] = len(out_arrays)
+                return out_arrays + [c[k] for c, k in _array_slots(outputs)]
+
+            entry["fn"] = _core._compile_flat(flat, shapeless)
+            cache[key] = entry
+        try:
+            results = entry["fn"](explicit + state)
+        finally:
+            # A trace leaves placeholders in the implicit inputs' containers.
+            for (c, k), x in zip(in_slots, state):
+                c[k] = x
+        count = entry["count"]
+        out_slots = _array_slots(outputs)
+        if len(out_slots) != len(results) - count:
+            raise ValueError(
+                f"[compile] the implicit outputs hold {len(out_slots)} arrays, the trace "
+                f"recorded {len(results) - count}")
+        for (c, k), x in zip(out_slots, results[count:]):
+            c[k] = x
+        it = iter(results[:count])
+        return tree_unflatten(entry["structure"],
+                              [next(it) if leaf is _ARRAY else leaf for leaf in entry["leaves"]])
+
+    return compiled
+
+
 @contextlib.contextmanager
 def printoptions(precision=None):
     """Sets the print options within a with-block and restores them after it."""
@@ -388,5 +534,6 @@ def printoptions(precision=None):
 
 def install(module):
     for name in ("grad", "value_and_grad", "vjp", "jvp", "vmap", "checkpoint",
-                 "custom_function", "printoptions"):
+                 "custom_function", "compile", "printoptions"):
         setattr(module, name, globals()[name])
+    module.random.state = _RandomState()
