@@ -88,6 +88,21 @@ void init_transforms(nb::module_& m) {
         "Makes compile a no-op: compiled functions call the function itself.");
   m.def("enable_compile", &enable_compile,
         "Turns compile back on (also over the MLX_DISABLE_COMPILE environment variable).");
+  m.def("depends", [](nb::handle inputs, nb::handle dependencies) {
+    auto as_list = [](nb::handle h, const char* what) {
+      if (nb::isinstance<array>(h)) return std::vector<array>{nb::cast<array>(h)};
+      try {
+        return nb::cast<std::vector<array>>(h);
+      } catch (const nb::cast_error&) {
+        throw nb::type_error(
+            (std::string("[depends] ") + what + " must be an array or a sequence of arrays").c_str());
+      }
+    };
+    bool single = nb::isinstance<array>(inputs);
+    auto out = depends(as_list(inputs, "inputs"), as_list(dependencies, "dependencies"));
+    return single ? nb::object(nb::cast(out[0])) : nb::object(to_list(out));
+  }, "inputs"_a, "dependencies"_a,
+     "Arrays equal to inputs, computed after every array of dependencies.");
   m.def("_checkpoint_flat", [](nb::object fun, std::vector<array> inputs) {
     return to_list(checkpoint(wrap(fun, "checkpoint"))(inputs));
   }, "fun"_a, "inputs"_a);

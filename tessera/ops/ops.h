@@ -4,6 +4,7 @@
 #include "tessera/ops/binary.h"
 #include "tessera/ops/creation.h"
 #include "tessera/ops/decompositions.h"
+#include "tessera/ops/depends.h"
 #include "tessera/ops/einsum.h"
 #include "tessera/ops/fft.h"
 #include "tessera/ops/linalg.h"

@@ -180,6 +180,38 @@ TEST(Transforms, StopGradientBlocksTheGradient) {
   expect_near(grad(f)(x), values(x), "stop_gradient");
 }
 
+TEST(Transforms, DependsOrdersWithoutDataFlow) {
+  grad_check::on_each_device([] {
+    array x = random_f64({3}, 30), y = random_f64({2}, 31);
+    array later = exp(y);  // unevaluated: depends must run it
+    auto r = depends({x, y}, {later});
+    ASSERT_EQ(r.size(), 2u);
+    eval(r[0]);
+    EXPECT_TRUE(later.is_available());
+    expect_near(r[0], values(x), "the input passed through");
+    expect_near(r[1], values(y), "the second input passed through");
+
+    // Gradients reach the inputs, not the dependencies.
+    auto f = [](const std::vector<array>& p) {
+      return std::vector<array>{sum(square(depends({p[0]}, {p[1]})[0]))};
+    };
+    auto [value, g] = value_and_grad(f, std::vector<int>{0, 1})({x, y});
+    auto vx = values(x);
+    expect_near(g[0], {2 * vx[0], 2 * vx[1], 2 * vx[2]}, "d/dinput");
+    expect_near(g[1], {0, 0}, "d/ddependency");
+    auto [out, tangent] = jvp([&](const array& a) { return depends({a}, {y})[0] * 3.0; }, x,
+                              ones({3}, float64));
+    expect_near(tangent, {3, 3, 3}, "jvp");
+
+    // vmap: each row passed through, after the per-row dependency.
+    array batch = random_f64({4, 3}, 32);
+    array mapped = vmap([](const array& a) { return depends({a}, {sum(a)})[0] * 2.0; })(batch);
+    auto vb = values(batch);
+    for (auto& v : vb) v *= 2;
+    expect_near(mapped, vb, "vmap");
+  });
+}
+
 TEST(Transforms, APrimitiveWithoutRulesIsNamed) {
   array x = random_f64({3}, 15);
   auto f = [](const array& a) {
@@ -353,6 +385,7 @@ TEST(Transforms, EveryPrimitiveHasItsRules) {
   cases.push_back({"quantized_matmul",
                    {quantized_matmul(random_f64({2, 32}, 26), packed[0], packed[1], packed[2],
                                      true, 32, 4)}});
+  cases.push_back({"depends", depends({x, m}, {y})});
   std::vector<std::string> missing;
   for (auto& [label, outs] : cases) {
     for (auto& m : missing_rules(outs)) missing.push_back(m + " (" + label + ")");

@@ -183,3 +183,17 @@ def test_custom_function_rules():
     # Without rules it differentiates the function itself.
     plain = mx.custom_function(lambda x: mx.sum(x * x))
     assert mx.grad(plain)(mx.array([1.0, 2.0])).tolist() == [2, 4]
+
+
+def test_depends_passes_inputs_through_after_their_dependencies():
+    x = mx.array([1.0, 2.0])
+    later = mx.exp(mx.array([0.0, 1.0]))
+    y = mx.depends(x, later)
+    assert isinstance(y, mx.array)
+    assert y.tolist() == [1.0, 2.0]
+    a, b = mx.depends([x, x * 2], [later, x])
+    assert a.tolist() == [1.0, 2.0] and b.tolist() == [2.0, 4.0]
+    g = mx.grad(lambda v: mx.sum(mx.depends(v, later) ** 2))(x)
+    assert g.tolist() == [2.0, 4.0]
+    with pytest.raises(TypeError, match=r"\[depends\]"):
+        mx.depends(x, 3)
