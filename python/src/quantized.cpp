@@ -34,6 +34,18 @@ void init_quantized(nb::module_& m) {
         "group_size"_a = nb::none(), "bits"_a = nb::none(), "mode"_a = "affine", nb::kw_only(),
         "stream"_a = nb::none(),
         "x @ dequantize(w).T (or x @ dequantize(w) when transpose is False).");
+  def(m, "gather_qmm", [](nb::handle x, nb::handle w, nb::handle scales, nb::handle biases,
+                         nb::handle lhs, nb::handle rhs, bool transpose,
+                         std::optional<int> group_size, std::optional<int> bits,
+                         const std::string& mode, bool sorted_indices, StreamArg s) {
+    return gather_qmm(to_array(x), to_array(w), to_array(scales), optional_array(biases),
+                      optional_array(lhs), optional_array(rhs), transpose, group_size, bits,
+                      mode, sorted_indices, s);
+  }, "x"_a, "w"_a, pos_only(), "scales"_a, "biases"_a = nb::none(), "lhs_indices"_a = nb::none(),
+        "rhs_indices"_a = nb::none(), "transpose"_a = true, "group_size"_a = nb::none(),
+        "bits"_a = nb::none(), "mode"_a = "affine", nb::kw_only(), "sorted_indices"_a = false,
+        "stream"_a = nb::none(),
+        "quantized_matmul after choosing matrices by flat batch index (as gather_mm).");
   def(m, "to_fp8", [](nb::handle x, StreamArg s) { return to_fp8(to_array(x), s); },
       "x"_a, pos_only(), nb::kw_only(), "stream"_a = nb::none(),
       "Encodes floats as fp8 e4m3 codes (uint8): nearest value, ties to even, saturating at 448.");

@@ -1,4 +1,4 @@
-// vecdot, diff, gather_mm, segmented_mm, block_masked_mm, hadamard_transform:
+// vecdot, diff, gather_mm, gather_qmm, segmented_mm, block_masked_mm, hadamard_transform:
 // compositions of existing ops (see products.h).
 #include "tessera/ops/products.h"
 
@@ -9,6 +9,7 @@
 #include "tessera/ops/creation.h"
 #include "tessera/ops/indexing.h"
 #include "tessera/ops/linalg.h"
+#include "tessera/ops/quantized.h"
 #include "tessera/ops/reduce.h"
 #include "tessera/ops/shape.h"
 #include "tessera/ops/unary.h"
@@ -107,6 +108,35 @@ array gather_mm(const array& a, const array& b, std::optional<array> lhs_indices
     right = gather_matrices(b, *rhs_indices, s);
   }
   return matmul(left, right, s);
+}
+
+array gather_qmm(const array& x, const array& w, const array& scales,
+                 const std::optional<array>& biases, std::optional<array> lhs_indices,
+                 std::optional<array> rhs_indices, bool transpose, std::optional<int> group_size,
+                 std::optional<int> bits, const std::string& mode, bool /*sorted_indices*/,
+                 StreamOrDevice s) {
+  if (x.ndim() < 2 || w.ndim() < 2) {
+    throw_invalid("gather_qmm", "expected matrices (at least 2 dimensions), got shapes " +
+                                    shape_str(x.shape()) + " and " + shape_str(w.shape()));
+  }
+  if (scales.ndim() != w.ndim() || (biases && biases->ndim() != w.ndim())) {
+    throw_invalid("gather_qmm", "scales and biases must have w's dimensions, got w " +
+                                    shape_str(w.shape()) + " and scales " +
+                                    shape_str(scales.shape()));
+  }
+  array left = x, right = w, sc = scales;
+  std::optional<array> bi = biases;
+  if (lhs_indices) {
+    check_indices(*lhs_indices, "gather_qmm", "lhs_indices");
+    left = gather_matrices(x, *lhs_indices, s);
+  }
+  if (rhs_indices) {
+    check_indices(*rhs_indices, "gather_qmm", "rhs_indices");
+    right = gather_matrices(w, *rhs_indices, s);
+    sc = gather_matrices(scales, *rhs_indices, s);
+    if (bi) bi = gather_matrices(*bi, *rhs_indices, s);
+  }
+  return quantized_matmul(left, right, sc, bi, transpose, group_size, bits, mode, s);
 }
 
 array segmented_mm(const array& a, const array& b, const array& segments, StreamOrDevice s) {

@@ -3,6 +3,7 @@
 //
 //   auto d = vecdot(a, b);                          // sum(a * b, -1), broadcast
 //   auto y = gather_mm(a, b, std::nullopt, idx);    // a @ b[idx], b's batch by index
+//   auto q = gather_qmm(x, w, scales, biases, std::nullopt, idx);  // quantized b
 //   auto z = segmented_mm(a, b, segments);          // a[:, s:e] @ b[s:e] per segment
 //   auto m = block_masked_mm(a, b, 32, out_mask);   // 32 x 32 tiles of the product kept or zeroed
 //   auto h = hadamard_transform(x);                 // Walsh-Hadamard over the last axis
@@ -10,6 +11,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 
 #include "tessera/core/array.h"
 #include "tessera/core/device.h"
@@ -29,6 +31,18 @@ array diff(const array& a, int n = 1, int axis = -1, StreamOrDevice s = {});
 array gather_mm(const array& a, const array& b, std::optional<array> lhs_indices = std::nullopt,
                 std::optional<array> rhs_indices = std::nullopt, bool sorted_indices = false,
                 StreamOrDevice s = {});
+
+// quantized_matmul after selecting matrices by flat batch index, as gather_mm:
+// lhs_indices into x's batch axes, rhs_indices into w's (and scales' and
+// biases', which share w's batch axes). Only the chosen packed matrices are
+// gathered; each is dequantized inside the product.
+array gather_qmm(const array& x, const array& w, const array& scales,
+                 const std::optional<array>& biases = std::nullopt,
+                 std::optional<array> lhs_indices = std::nullopt,
+                 std::optional<array> rhs_indices = std::nullopt, bool transpose = true,
+                 std::optional<int> group_size = std::nullopt,
+                 std::optional<int> bits = std::nullopt, const std::string& mode = "affine",
+                 bool sorted_indices = false, StreamOrDevice s = {});
 
 // a (M, K) @ b (K, N) computed separately for each [start, end) range of K
 // in segments (..., 2): the result is (..., M, N).

@@ -1,4 +1,4 @@
-// vecdot, diff, gather_mm, segmented_mm, block_masked_mm and hadamard_transform
+// vecdot, diff, gather_mm, gather_qmm, segmented_mm, block_masked_mm and hadamard_transform
 // against loops over their definitions in double precision, on every device;
 // their derivatives against finite differences and vmap against a loop.
 #include <gtest/gtest.h>
@@ -101,6 +101,61 @@ TEST(GatherMM, ChoosesMatricesByFlatBatchIndex) {
     EXPECT_THROW(gather_mm(a, b, array({0.5f})), std::invalid_argument);
     EXPECT_THROW(gather_mm(a, random_f64({6, 4, 2}, 6)), std::invalid_argument);
     EXPECT_THROW(gather_mm(array({1.0f}), b), std::invalid_argument);
+  });
+}
+
+TEST(GatherQMM, ChoosesQuantizedMatricesByFlatBatchIndex) {
+  grad_check::on_each_device([] {
+    // Three (8 x 64) weights quantized in groups of 32 along K; x (2, 5, 64).
+    array w = astype(random_f64({3, 8, 64}, 40), float32);
+    auto q = quantize(w, 32, 4);
+    // The dequantized weights, transposed per matrix to (64 x 8), in double.
+    auto wd = values_of(dequantize(q[0], q[1], q[2], 32, 4));
+    std::vector<double> wt(wd.size());
+    for (int e = 0; e < 3; ++e)
+      for (int n = 0; n < 8; ++n)
+        for (int k = 0; k < 64; ++k) wt[e * 512 + k * 8 + n] = wd[e * 512 + n * 64 + k];
+    array x = astype(random_f64({2, 5, 64}, 41), float32);
+    auto vx = values_of(x);
+    const int lv[] = {1, 0, 1, 1}, rv[] = {2, 0, 1, 2};
+    array y = gather_qmm(x, q[0], q[1], q[2], array({1, 0, 1, 1}, int32),
+                         array({2, 0, 1, 2}, uint32), true, 32, 4);
+    ASSERT_EQ(y.shape(), (Shape{4, 5, 8}));
+    std::vector<double> want;
+    for (int t = 0; t < 4; ++t) {
+      auto p = mm(&vx[lv[t] * 320], &wt[rv[t] * 512], 5, 64, 8);
+      want.insert(want.end(), p.begin(), p.end());
+    }
+    harness::expect_values(y, want, "both indices", 1e-4, 1e-4);
+
+    // rhs indices (2, 2) against an x without batch axes: (2, 2, 5, 8).
+    array x1 = astype(random_f64({5, 64}, 42), float32);
+    auto vx1 = values_of(x1);
+    array y1 = gather_qmm(x1, q[0], q[1], q[2], std::nullopt, array({0, 2, 1, 1}, {2, 2}, int32),
+                          true, 32, 4);
+    ASSERT_EQ(y1.shape(), (Shape{2, 2, 5, 8}));
+    std::vector<double> want1;
+    for (int e : {0, 2, 1, 1}) {
+      auto p = mm(vx1.data(), &wt[e * 512], 5, 64, 8);
+      want1.insert(want1.end(), p.begin(), p.end());
+    }
+    harness::expect_values(y1, want1, "rhs indices only", 1e-4, 1e-4);
+
+    // transpose = false: x @ dequantize(w2)[e], w2 (3, 64, 32) grouped along N.
+    auto q2 = quantize(astype(random_f64({3, 64, 32}, 43), float32), 32, 8);
+    auto wd2 = values_of(dequantize(q2[0], q2[1], q2[2], 32, 8));
+    array y2 = gather_qmm(x1, q2[0], q2[1], q2[2], std::nullopt, array({2, 0}, int32), false,
+                          32, 8);
+    ASSERT_EQ(y2.shape(), (Shape{2, 5, 32}));
+    std::vector<double> want2;
+    for (int e : {2, 0}) {
+      auto p = mm(vx1.data(), &wd2[e * 2048], 5, 64, 32);
+      want2.insert(want2.end(), p.begin(), p.end());
+    }
+    harness::expect_values(y2, want2, "transpose false", 1e-4, 1e-4);
+
+    EXPECT_THROW(gather_qmm(x, q[0], q[1], q[2], array({0.5f})), std::invalid_argument);
+    EXPECT_THROW(gather_qmm(x, q[0], reshape(q[1], {48}), q[2]), std::invalid_argument);
   });
 }
 

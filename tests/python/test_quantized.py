@@ -97,6 +97,28 @@ def test_quantized_matmul_matches_numpy(transpose, bits):
         np.testing.assert_allclose(np.array(y), want, rtol=1e-4, atol=1e-4)
 
 
+def test_gather_qmm_chooses_experts_like_numpy():
+    E, N, K = 4, 16, 64
+    w = RNG.standard_normal((E, N, K)).astype(np.float32)
+    wq, scales, biases = mx.quantize(mx.array(w), 32, 4)
+    W = np.stack([np_dequantize(np.array(wq[e]), np.array(scales[e]), np.array(biases[e]), 32, 4)
+                  for e in range(E)])
+    # Mixture-of-experts shape: x (B, 1, 1, K), two experts per row.
+    x = RNG.standard_normal((3, 1, 1, K)).astype(np.float32)
+    idx = np.array([[0, 3], [2, 2], [1, 0]], dtype=np.uint32)
+    y = mx.gather_qmm(mx.array(x), wq, scales, biases, rhs_indices=mx.array(idx),
+                      transpose=True, group_size=32, bits=4)
+    want = np.stack([np.stack([x[b, 0] @ W[e].T for e in idx[b]]) for b in range(3)])
+    assert y.shape == want.shape == (3, 2, 1, N)
+    np.testing.assert_allclose(np.array(y), want, rtol=1e-4, atol=1e-4)
+    lhs = np.array([2, 0], dtype=np.int32)
+    y2 = mx.gather_qmm(mx.array(x[:, 0]), wq, scales, biases, lhs_indices=mx.array(lhs),
+                       rhs_indices=mx.array(np.array([1, 3], dtype=np.int32)), group_size=32,
+                       bits=4)
+    want2 = np.stack([x[2, 0] @ W[1].T, x[0, 0] @ W[3].T])
+    np.testing.assert_allclose(np.array(y2), want2, rtol=1e-4, atol=1e-4)
+
+
 def test_quantized_matmul_half_precision_x():
     w = RNG.standard_normal((32, 64)).astype(np.float32)
     wq, scales, biases = mx.quantize(mx.array(w), 32, 4)
