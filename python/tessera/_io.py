@@ -1,12 +1,14 @@
-"""File I/O of tessera.core: save, savez, savez_compressed, save_safetensors and
-load, for the .npy, .npz and .safetensors formats. The bytes go through NumPy,
-which writes and reads .npy and .npz; safetensors is a JSON header and the raw
-little-endian data, written here."""
+"""File I/O of tessera.core: save, savez, savez_compressed, save_safetensors,
+save_gguf and load, for the .npy, .npz, .safetensors and .gguf formats. The bytes
+go through NumPy, which writes and reads .npy and .npz; safetensors is a JSON
+header and the raw little-endian data, written here; GGUF is in _gguf."""
 
 import json
 import os
 
 import numpy as np
+
+from . import _gguf
 
 _SAFETENSORS_DTYPES = {
     "F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16",
@@ -135,8 +137,8 @@ def _read_safetensors(f):
 
 
 def load(file, /, format=None, return_metadata=False, *, stream=None):
-    """Loads a .npy file (an array), or a .npz or .safetensors file (a dict of
-    arrays; with return_metadata, safetensors also gives its metadata).
+    """Loads a .npy file (an array), or a .npz, .safetensors or .gguf file (a dict
+    of arrays; with return_metadata, safetensors and gguf also give their metadata).
     The format is `format`, else the path's (or file object's name's) extension.
     The file is read at once; the arrays are created from host memory, where
     any device reads them (`stream` is accepted for compatibility)."""
@@ -146,11 +148,15 @@ def load(file, /, format=None, return_metadata=False, *, stream=None):
         if "." not in os.path.basename(name):
             raise ValueError(f"[load] cannot infer the format of {name!r}; pass format=")
         format = name.rsplit(".", 1)[1]
-    if format not in ("npy", "npz", "safetensors"):
+    if format not in ("npy", "npz", "safetensors", "gguf"):
         raise ValueError(f"[load] format {format!r} is not supported "
-                         "(supported: 'npy', 'npz', 'safetensors')")
-    if return_metadata and format != "safetensors":
-        raise ValueError(f"[load] metadata is only returned for safetensors, not {format}")
+                         "(supported: 'npy', 'npz', 'safetensors', 'gguf')")
+    if return_metadata and format not in ("safetensors", "gguf"):
+        raise ValueError("[load] metadata is only returned for safetensors and gguf, "
+                         f"not {format}")
+    if format == "gguf":
+        arrays, metadata = _gguf.load(file)
+        return (arrays, metadata) if return_metadata else arrays
     path = os.fspath(file) if isinstance(file, (str, os.PathLike)) else None
     f = open(path, "rb") if path is not None else file
     try:
@@ -169,5 +175,6 @@ def load(file, /, format=None, return_metadata=False, *, stream=None):
 def install(module):
     global _mx
     _mx = module
+    _gguf.install(module)
     for name in ("save", "savez", "savez_compressed", "save_safetensors", "load"):
         setattr(module, name, globals()[name])
