@@ -401,7 +401,7 @@ class _RandomState:
         return f"[{self[0]!r}]"
 
 
-def _array_slots(tree, op="compile"):
+def _array_slots(tree):
     """(container, key) of every array in a tree of dicts (modules too) and lists,
     depth first: compile reads and replaces them in place."""
     slots = []
@@ -425,7 +425,7 @@ def _array_slots(tree, op="compile"):
             for v in t:
                 if isinstance(v, array):
                     raise ValueError(
-                        f"[{op}] an array in a tuple of implicit inputs or outputs cannot be "
+                        "[compile] an array in a tuple of implicit inputs or outputs cannot be "
                         "replaced: hold it in a list or a dict")
                 walk(v)
 
@@ -451,9 +451,6 @@ def _structure_key(s):
     return (typ, tuple(_structure_key(c) for c in children))
 
 
-_ARRAY = object()  # marks where an array goes among a tree's leaves
-
-
 def compile(fun, inputs=None, outputs=None, shapeless=False):
     """fun traced once per signature and replayed from its recorded graph.
 
@@ -471,32 +468,27 @@ def compile(fun, inputs=None, outputs=None, shapeless=False):
     def compiled(*args, **kwargs):
         if not _core._compile_enabled():
             return fun(*args, **kwargs)
-        leaves, structure = tree_flatten((args, kwargs))
-        is_array = tuple(isinstance(leaf, array) for leaf in leaves)
-        explicit = [leaf for leaf, a in zip(leaves, is_array) if a]
+        leaves, structure, idx = _split_arrays((args, kwargs))
+        explicit = [leaves[i] for i in idx]
         in_slots = _array_slots(inputs)
         state = [c[k] for c, k in in_slots]
-        key = (_structure_key(structure), is_array,
-               tuple(_constant_key(leaf) for leaf, a in zip(leaves, is_array) if not a),
+        constants = [leaf for leaf in leaves if not isinstance(leaf, array)]
+        key = (_structure_key(structure), tuple(idx),
+               tuple(_constant_key(leaf) for leaf in constants),
                tuple((id(c), k) for c, k in in_slots))
         entry = cache.get(key)
         if entry is None:
-            template = [None if a else leaf for leaf, a in zip(leaves, is_array)]
+            template = [None if isinstance(leaf, array) else leaf for leaf in leaves]
             entry = {}
 
             def flat(xs):
-                for (c, k), x in zip(in_slots, xs[len(explicit):]):
+                for (c, k), x in zip(in_slots, xs[len(idx):]):
                     c[k] = x
-                it = iter(xs[:len(explicit)])
-                a, kw = tree_unflatten(
-                    structure, [next(it) if arr else t for t, arr in zip(template, is_array)])
-                out_leaves, out_structure = tree_flatten(fun(*a, **kw))
-                out_arrays = [leaf for leaf in out_leaves if isinstance(leaf, array)]
-                entry["structure"] = out_structure
-                entry["leaves"] = [_ARRAY if isinstance(leaf, array) else leaf
-                                   for leaf in out_leaves]
-                entry["count"] = len(out_arrays)
-                return out_arrays + [c[k] for c, k in _array_slots(outputs)]
+                a, kw = _rebuild(template, structure, idx, xs[:len(idx)])
+                out_leaves, out_structure, out_idx = _split_arrays(fun(*a, **kw))
+                entry["result"] = ([None if isinstance(leaf, array) else leaf
+                                    for leaf in out_leaves], out_structure, out_idx)
+                return [out_leaves[i] for i in out_idx] + [c[k] for c, k in _array_slots(outputs)]
 
             entry["fn"] = _core._compile_flat(flat, shapeless)
             cache[key] = entry
@@ -506,7 +498,8 @@ def compile(fun, inputs=None, outputs=None, shapeless=False):
             # A trace leaves placeholders in the implicit inputs' containers.
             for (c, k), x in zip(in_slots, state):
                 c[k] = x
-        count = entry["count"]
+        out_template, out_structure, out_idx = entry["result"]
+        count = len(out_idx)
         out_slots = _array_slots(outputs)
         if len(out_slots) != len(results) - count:
             raise ValueError(
@@ -514,9 +507,7 @@ def compile(fun, inputs=None, outputs=None, shapeless=False):
                 f"recorded {len(results) - count}")
         for (c, k), x in zip(out_slots, results[count:]):
             c[k] = x
-        it = iter(results[:count])
-        return tree_unflatten(entry["structure"],
-                              [next(it) if leaf is _ARRAY else leaf for leaf in entry["leaves"]])
+        return _rebuild(out_template, out_structure, out_idx, results[:count])
 
     return compiled
 
