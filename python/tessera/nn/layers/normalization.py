@@ -1,7 +1,6 @@
 """Normalization layers (features on the last axis)."""
 
 import tessera.core as mx
-from tessera.nn.layers import _ops
 from tessera.nn.layers.base import Module
 
 
@@ -52,7 +51,7 @@ class LayerNorm(Module):
     def __call__(self, x):
         weight = self.weight if "weight" in self else None
         bias = self.bias if "bias" in self else None
-        return _ops.layer_norm(x, weight, bias, self.eps)
+        return mx.fast.layer_norm(x, weight, bias, self.eps)
 
 
 class RMSNorm(Module):
@@ -68,7 +67,7 @@ class RMSNorm(Module):
         return f"{self.weight.shape[0]}, eps={self.eps}"
 
     def __call__(self, x):
-        return _ops.rms_norm(x, self["weight"], self.eps)
+        return mx.fast.rms_norm(x, self["weight"], self.eps)
 
 
 class GroupNorm(Module):
@@ -103,7 +102,7 @@ class GroupNorm(Module):
         group_size = dims // num_groups
         x = mx.reshape(x, (batch, -1, num_groups, group_size))
         x = mx.reshape(mx.transpose(x, (0, 2, 1, 3)), (batch, num_groups, -1))
-        x = _ops.layer_norm(x, None, None, self.eps)
+        x = mx.fast.layer_norm(x, None, None, self.eps)
         x = mx.reshape(x, (batch, num_groups, -1, group_size))
         x = mx.reshape(mx.transpose(x, (0, 2, 1, 3)), tuple([batch] + rest + [dims]))
         return x

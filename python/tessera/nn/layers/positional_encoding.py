@@ -3,7 +3,6 @@
 import math
 
 import tessera.core as mx
-from tessera.nn.layers import _ops
 from tessera.nn.layers.base import Module
 
 
@@ -22,8 +21,8 @@ class RoPE(Module):
         return f"{self.dims}, traditional={self.traditional}"
 
     def __call__(self, x, offset: int = 0):
-        return _ops.rope(x, self.dims, traditional=self.traditional, base=self.base,
-                         scale=self.scale, offset=offset)
+        return mx.fast.rope(x, self.dims, traditional=self.traditional, base=self.base,
+                           scale=self.scale, offset=offset)
 
 
 class SinusoidalPositionalEncoding(Module):

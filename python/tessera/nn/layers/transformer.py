@@ -4,7 +4,6 @@ import math
 from typing import Any, Callable, Optional
 
 import tessera.core as mx
-from tessera.nn.layers import _ops
 from tessera.nn.layers.activations import relu
 from tessera.nn.layers.base import Module
 from tessera.nn.layers.dropout import Dropout
@@ -48,8 +47,8 @@ class MultiHeadAttention(Module):
         values = mx.transpose(mx.reshape(values, (B, S, num_heads, -1)), (0, 2, 1, 3))
 
         scale = math.sqrt(1 / queries.shape[-1])
-        output = _ops.scaled_dot_product_attention(queries, keys, values, scale=scale,
-                                                   mask=mask)
+        output = mx.fast.scaled_dot_product_attention(queries, keys, values, scale=scale,
+                                                      mask=mask)
         output = mx.reshape(mx.transpose(output, (0, 2, 1, 3)), (B, L, -1))
         return self.out_proj(output)
 

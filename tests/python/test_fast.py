@@ -1,0 +1,148 @@
+"""mx.fast against NumPy written from the reference's formulas: rms_norm,
+layer_norm, rope (both layouts, partial dims, offsets, freqs) and
+scaled_dot_product_attention (MHA, GQA, causal and array masks, sinks)."""
+import numpy as np
+import pytest
+
+import tessera.core as mx
+import tessera.nn as nn
+
+
+def np_softmax(s):
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def test_rms_norm_and_layer_norm(rng):
+    x = rng.standard_normal((3, 4, 16)).astype(np.float32)
+    w = rng.standard_normal(16).astype(np.float32)
+    b = rng.standard_normal(16).astype(np.float32)
+    rms = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(np.array(mx.fast.rms_norm(mx.array(x), mx.array(w), 1e-5)),
+                               rms * w, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.array(mx.fast.rms_norm(mx.array(x), None, 1e-5)), rms,
+                               rtol=1e-5, atol=1e-6)
+    mean, var = x.mean(axis=-1, keepdims=True), x.var(axis=-1, keepdims=True)
+    ln = (x - mean) / np.sqrt(var + 1e-5)
+    got = mx.fast.layer_norm(mx.array(x), mx.array(w), mx.array(b), 1e-5)
+    np.testing.assert_allclose(np.array(got), ln * w + b, rtol=1e-5, atol=1e-5)
+    got = mx.fast.layer_norm(mx.array(x), None, None, 1e-5)
+    np.testing.assert_allclose(np.array(got), ln, rtol=1e-5, atol=1e-5)
+    half = mx.fast.rms_norm(mx.array(x).astype(mx.float16), mx.array(w).astype(mx.float16), 1e-5)
+    assert half.dtype == mx.float16
+    np.testing.assert_allclose(np.array(half.astype(mx.float32)), rms * w, rtol=3e-3, atol=3e-3)
+    with pytest.raises(ValueError, match=r"\[rms_norm\]"):
+        mx.fast.rms_norm(mx.array(x), mx.array(w[:8]), 1e-5)
+
+
+def np_rope(x, dims, traditional, base, scale, offset, freqs=None):
+    """The reference's rotation, element by element over the feature pairs."""
+    t = x.shape[-2]
+    half = dims // 2
+    inv = 1.0 / freqs if freqs is not None else base ** (-np.arange(half) / half)
+    offset = np.asarray(offset, dtype=np.float64)
+    pos = np.arange(t)[None, :] + offset.reshape(-1, 1)  # (B or 1, T)
+    out = x.astype(np.float64).copy()
+    for bi in range(x.shape[0]):
+        theta = (pos[bi if pos.shape[0] > 1 else 0] * scale)[:, None] * inv[None, :]
+        c, s = np.cos(theta), np.sin(theta)
+        for i in range(half):
+            a_idx, b_idx = (2 * i, 2 * i + 1) if traditional else (i, i + half)
+            x1, x2 = x[bi, ..., a_idx], x[bi, ..., b_idx]
+            out[bi, ..., a_idx] = x1 * c[:, i] - x2 * s[:, i]
+            out[bi, ..., b_idx] = x1 * s[:, i] + x2 * c[:, i]
+    return out
+
+
+@pytest.mark.parametrize("traditional", [False, True])
+def test_rope_matches_the_rotation(rng, traditional):
+    x = rng.standard_normal((2, 3, 5, 12)).astype(np.float32)
+    for dims, offset, scale in [(12, 0, 1.0), (8, 3, 0.5)]:
+        got = mx.fast.rope(mx.array(x), dims, traditional=traditional, base=10000.0,
+                           scale=scale, offset=offset)
+        want = np_rope(x, dims, traditional, 10000.0, scale, offset)
+        np.testing.assert_allclose(np.array(got), want, rtol=1e-4, atol=1e-5)
+    # One offset per batch element, and explicit frequencies.
+    offsets = np.array([2, 7], dtype=np.int32)
+    got = mx.fast.rope(mx.array(x), 12, traditional=traditional, base=10000.0, scale=1.0,
+                       offset=mx.array(offsets))
+    np.testing.assert_allclose(np.array(got), np_rope(x, 12, traditional, 10000.0, 1.0, offsets),
+                               rtol=1e-4, atol=1e-5)
+    freqs = np.array([1.0, 3.0, 10.0, 30.0], dtype=np.float32)
+    got = mx.fast.rope(mx.array(x), 8, traditional=traditional, base=None, scale=1.0,
+                       offset=1, freqs=mx.array(freqs))
+    np.testing.assert_allclose(np.array(got), np_rope(x, 8, traditional, None, 1.0, 1, freqs),
+                               rtol=1e-4, atol=1e-5)
+
+
+def test_rope_refuses_bad_arguments():
+    x = mx.zeros((1, 2, 8))
+    with pytest.raises(ValueError, match="dims"):
+        mx.fast.rope(x, 7, traditional=False, base=10000.0, scale=1.0, offset=0)
+    with pytest.raises(ValueError, match="exactly one"):
+        mx.fast.rope(x, 8, traditional=False, base=None, scale=1.0, offset=0)
+    with pytest.raises(ValueError, match="3 dimensions"):
+        mx.fast.rope(mx.zeros((2, 8)), 8, traditional=False, base=1e4, scale=1.0, offset=0)
+
+
+def np_attention(q, k, v, scale, mask=None, sinks=None):
+    b, n_q, t_q, _ = q.shape
+    rep = n_q // k.shape[1]
+    k = np.repeat(k, rep, axis=1)
+    v = np.repeat(v, rep, axis=1)
+    s = scale * q.astype(np.float64) @ np.swapaxes(k, -1, -2)
+    if isinstance(mask, str):
+        t_kv = k.shape[2]
+        keep = np.arange(t_q)[:, None] + (t_kv - t_q) >= np.arange(t_kv)[None, :]
+        s = np.where(keep, s, -np.inf)
+    elif mask is not None and mask.dtype == np.bool_:
+        s = np.where(mask, s, -np.inf)
+    elif mask is not None:
+        s = s + mask
+    if sinks is not None:
+        col = np.broadcast_to(sinks.reshape(1, n_q, 1, 1), s.shape[:-1] + (1,))
+        return (np_softmax(np.concatenate([s, col], axis=-1))[..., :-1]) @ v
+    return np_softmax(s) @ v
+
+
+@pytest.mark.parametrize("n_kv", [4, 2, 1])
+def test_attention_heads_masks_and_sinks(rng, n_kv):
+    q = rng.standard_normal((2, 4, 3, 8)).astype(np.float32)
+    k = rng.standard_normal((2, n_kv, 5, 8)).astype(np.float32)
+    v = rng.standard_normal((2, n_kv, 5, 6)).astype(np.float32)
+    sdpa = mx.fast.scaled_dot_product_attention
+    args = (mx.array(q), mx.array(k), mx.array(v))
+    check = lambda got, want: np.testing.assert_allclose(np.array(got), want, rtol=1e-4,
+                                                         atol=1e-5)
+    check(sdpa(*args, scale=0.3), np_attention(q, k, v, 0.3))
+    check(sdpa(*args, scale=0.3, mask="causal"), np_attention(q, k, v, 0.3, "causal"))
+    boolean = rng.random((3, 5)) > 0.3
+    boolean[:, 0] = True
+    check(sdpa(*args, scale=0.3, mask=mx.array(boolean)), np_attention(q, k, v, 0.3, boolean))
+    additive = rng.standard_normal((1, 4, 3, 5)).astype(np.float32)
+    check(sdpa(*args, scale=0.3, mask=mx.array(additive)), np_attention(q, k, v, 0.3, additive))
+    sinks = rng.standard_normal(4).astype(np.float32)
+    check(sdpa(*args, scale=0.3, sinks=mx.array(sinks)),
+          np_attention(q, k, v, 0.3, sinks=sinks))
+
+
+def test_attention_refuses_bad_arguments():
+    q, k = mx.zeros((1, 3, 2, 4)), mx.zeros((1, 2, 2, 4))
+    sdpa = mx.fast.scaled_dot_product_attention
+    with pytest.raises(ValueError, match="multiple"):
+        sdpa(q, k, k, scale=1.0)
+    with pytest.raises(ValueError, match="force_fused"):
+        sdpa(q, q, q, scale=1.0, force_fused=True)
+    with pytest.raises(ValueError, match="causal"):
+        sdpa(q, q, q, scale=1.0, mask="upper")
+
+
+def test_nn_layers_use_fast(rng):
+    x = rng.standard_normal((2, 5, 16)).astype(np.float32)
+    norm = nn.RMSNorm(16, eps=1e-6)
+    np.testing.assert_allclose(np.array(norm(mx.array(x))),
+                               np.array(mx.fast.rms_norm(mx.array(x), norm.weight, 1e-6)))
+    r = nn.RoPE(16, traditional=True, base=100.0)
+    y = rng.standard_normal((1, 2, 5, 16)).astype(np.float32)
+    np.testing.assert_allclose(np.array(r(mx.array(y))), np_rope(y, 16, True, 100.0, 1.0, 0),
+                               rtol=1e-4, atol=1e-5)
