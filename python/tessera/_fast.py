@@ -7,9 +7,7 @@ import contextlib
 import sys
 import types
 
-from . import core as _core
-
-mx = _core
+from . import core as mx
 
 
 def _on(stream):
