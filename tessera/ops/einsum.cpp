@@ -173,8 +173,12 @@ Equation parse(std::string subscripts, const std::vector<Shape>& shapes) {
     }
     return t;
   };
-  for (size_t i = 0; i < eq.inputs.size(); ++i) eq.text += (i ? "," : "") + term_text(eq.inputs[i]);
-  eq.text += "->" + term_text(eq.output);
+  for (size_t i = 0; i < eq.inputs.size(); ++i) {
+    if (i) eq.text += ',';
+    eq.text += term_text(eq.inputs[i]);
+  }
+  eq.text += "->";
+  eq.text += term_text(eq.output);
   return eq;
 }
 
