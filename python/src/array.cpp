@@ -104,7 +104,7 @@ std::string repr(const array& a) {
   return os.str();
 }
 
-// Binary operators: array-like operands, weak scalars (reference §3.3, §4.5).
+// Binary operators: array-like operands, weak scalars (MLX's weak-scalar rule).
 template <typename F>
 auto binary(F f) {
   return [f](const array& a, nb::handle b) { return f(a, operand_with(a, b), StreamOrDevice{}); };
@@ -324,7 +324,7 @@ ArrayClass init_array(nb::module_& m) {
       .def("astype", [](const array& a, Dtype t, StreamArg s) { return astype(a, t, s); },
            "dtype"_a, "stream"_a = nb::none());
 
-  // Operators (reference §4.5).
+  // Operators.
   cls.def("__add__", binary(TESSERA_OP(add)))
       .def("__radd__", rbinary(TESSERA_OP(add)), "other"_a.none())
       .def("__iadd__", inplace(TESSERA_OP(add)), "other"_a.none())
@@ -398,7 +398,7 @@ ArrayClass init_array(nb::module_& m) {
   cls.attr("__hash__") = nb::none();
   install_number_slots(reinterpret_cast<PyTypeObject*>(cls.ptr()));  // Note [Operator slots]
 
-  // Reference §4.1: array() copies; asarray and from_dlpack share the memory
+  // array() copies; asarray and from_dlpack share the memory
   // of a DLPack producer when they can (see Note [Borrowed memory]).
   def(m, "asarray",
         [](nb::handle a, std::optional<Dtype> dtype, std::optional<bool> copy) {
@@ -428,8 +428,12 @@ ArrayClass init_array(nb::module_& m) {
           return to_array(a, dtype);
         },
         "a"_a, pos_only(), "dtype"_a = nb::none(), nb::kw_only(), "copy"_a = nb::none());
+  // copy arrives as a handle: GCC 12 reports nanobind's caster of an
+  // optional<bool> here as maybe uninitialized (-Wmaybe-uninitialized).
   def(m, "from_dlpack",
-        [](nb::handle x, std::optional<bool> copy) {
+        [](nb::handle x, nb::handle copy_arg) {
+          std::optional<bool> copy;
+          if (!copy_arg.is_none()) copy = nb::cast<bool>(copy_arg);
           if (auto a = import_dlpack(x, copy, "from_dlpack")) return *a;
           if (nb::hasattr(x, "__dlpack__") && copy != false) {
             if (auto a = from_buffer(x)) return *a;  // a producer that refused to export

@@ -39,7 +39,7 @@ array to_array(nb::handle v, std::optional<Dtype> dtype = std::nullopt);
 // None -> nullopt, anything else through to_array.
 std::optional<array> optional_array(nb::handle v);
 // A Python scalar to an array, taking the other operand's dtype as the hint
-// (reference §3.3): the weak-scalar rule.
+// (MLX's weak-scalar rule).
 array scalar_to_array(nb::handle v, Dtype hint);
 bool is_python_scalar(nb::handle v);
 // Two operands of a binary op: an array and a scalar follow the weak-scalar rule,
@@ -153,14 +153,13 @@ void init_creation(nb::module_& m, ArrayClass& cls);
 void init_elementwise(nb::module_& m, ArrayClass& cls);
 void init_reduce(nb::module_& m, ArrayClass& cls);
 void init_shape(nb::module_& m, ArrayClass& cls);
-void init_linalg(nb::module_& m, ArrayClass& cls);
+void init_matmul(nb::module_& m, ArrayClass& cls);
 void init_scan(nb::module_& m, ArrayClass& cls);
 void init_sort(nb::module_& m, ArrayClass& cls);
-void init_decompositions(nb::module_& m);
+void init_linalg(nb::module_& m);
 void init_random(nb::module_& m);
 void init_fft(nb::module_& m);
 void init_quantized(nb::module_& m);
-void init_gather(nb::module_& m, ArrayClass& cls);
 void init_transforms(nb::module_& m);
 void init_memory(nb::module_& m);
 

@@ -1,4 +1,4 @@
-// Creating arrays (reference core.md §8.1).
+// Creating arrays.
 #include <cmath>
 
 #include "convert.h"

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "convert.h"
-#include "tessera/backend/gpu.h"
+#include "tessera/core/gpu.h"
 
 namespace tessera::python {
 

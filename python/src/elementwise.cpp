@@ -1,4 +1,4 @@
-// Elementwise ops of one, two and three arrays (reference core.md §8.2, §8.3).
+// Elementwise ops of one, two and three arrays.
 #include "convert.h"
 
 namespace tessera::python {
@@ -8,31 +8,20 @@ namespace {
 using Unary = array (*)(const array&, StreamOrDevice);
 using Binary = array (*)(const array&, const array&, StreamOrDevice);
 
-#define TESSERA_UNARY(X)                                                                    \
-  X(abs) X(positive) X(negative) X(sign) X(square) X(sqrt) X(rsqrt) X(reciprocal) X(exp)    \
-  X(expm1) X(log) X(log2) X(log10) X(log1p) X(sin) X(cos) X(tan) X(arcsin) X(arccos)        \
-  X(arctan) X(sinh) X(cosh) X(tanh) X(arcsinh) X(arccosh) X(arctanh) X(degrees) X(radians)  \
-  X(floor) X(ceil) X(trunc) X(sigmoid) X(erf) X(erfinv) X(stop_gradient) X(conjugate)        \
-  X(real) X(imag) X(logical_not) X(bitwise_invert) X(isnan) X(isinf) X(isfinite)            \
-  X(isposinf) X(isneginf)
-
-#define TESSERA_BINARY(X)                                                                   \
-  X(add) X(subtract) X(multiply) X(divide) X(floor_divide) X(remainder) X(power) X(maximum)  \
-  X(minimum) X(logaddexp) X(arctan2) X(equal) X(not_equal) X(greater) X(greater_equal)       \
-  X(less) X(less_equal) X(logical_and) X(logical_or) X(logical_xor) X(bitwise_and)           \
-  X(bitwise_or) X(bitwise_xor) X(left_shift) X(right_shift)
-
-// Methods of the array class that mirror functions (reference §4.3).
+// Methods of the array class that mirror functions.
 const char* unary_methods[] = {"abs",  "square", "sqrt",  "rsqrt", "reciprocal", "exp",
                                "log",  "log2",   "log10", "log1p", "sin",        "cos"};
 
 }  // namespace
 
 void init_elementwise(nb::module_& m, ArrayClass& cls) {
+  // The rows of TESSERA_UNARY_OPS and TESSERA_BINARY_OPS (Note [Elementwise tables]).
   std::vector<std::pair<const char*, Unary>> unary = {
-#define X(name) {#name, static_cast<Unary>(&tessera::name)},
-      TESSERA_UNARY(X)
+#define X(NAME, FN, RULE) {#FN, static_cast<Unary>(&tessera::FN)},
+      TESSERA_UNARY_OPS(X)
 #undef X
+      {"positive", &tessera::positive},
+      {"stop_gradient", &tessera::stop_gradient},
   };
   for (auto [name, f] : unary) {
     def(m, name, [f](nb::handle a, StreamArg s) { return f(to_array(a), s); }, "a"_a.none(),
@@ -59,9 +48,10 @@ void init_elementwise(nb::module_& m, ArrayClass& cls) {
         "stream"_a = nb::none());
 
   std::vector<std::pair<const char*, Binary>> binary = {
-#define X(name) {#name, static_cast<Binary>(&tessera::name)},
-      TESSERA_BINARY(X)
+#define X(NAME, FN, RULE) {#FN, static_cast<Binary>(&tessera::FN)},
+      TESSERA_BINARY_OPS(X)
 #undef X
+      {"equal", &tessera::equal},
   };
   for (auto [name, f] : binary) {
     def(m, name, [f](nb::handle a, nb::handle b, StreamArg s) {

@@ -1,5 +1,5 @@
-// The submodule tessera.core.fft (reference submodules.md §2), and einsum,
-// einsum_path, kron and the window functions of tessera.core (core.md §8.1, §8.8).
+// The submodule tessera.core.fft, and einsum,
+// einsum_path, kron and the window functions of tessera.core.
 #include "convert.h"
 
 namespace tessera::python {

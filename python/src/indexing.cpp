@@ -1,4 +1,5 @@
-// NumPy-style indexing: a[idx], a[idx] = v, and a.at[idx].add(v) etc.
+// NumPy-style indexing: a[idx], a[idx] = v, and a.at[idx].add(v) etc.; and
+// take, take_along_axis and put_along_axis.
 // Basic indices (ints, slices with steps, None, Ellipsis) become a strided slice
 // (a view), then squeeze / expand_dims. Writing is slice_update (or where, for
 // a boolean mask). Integer arrays, lists and boolean arrays (advanced indices)
@@ -479,6 +480,30 @@ struct ArrayAt {
 }  // namespace
 
 void init_indexing(nb::module_& m, ArrayClass& cls) {
+  def(m, "take", [](nb::handle a, nb::handle indices, std::optional<int> axis, StreamArg s) {
+    array x = to_array(a);
+    if (PyLong_Check(indices.ptr()) && !PyBool_Check(indices.ptr())) {
+      int i = nb::cast<int>(indices);
+      return axis ? take(x, i, *axis, s) : take(x, i, s);
+    }
+    array idx = to_array(indices);
+    return axis ? take(x, idx, *axis, s) : take(x, idx, s);
+  }, "a"_a, pos_only(), "indices"_a, "axis"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none());
+  def(m, "take_along_axis", [](nb::handle a, nb::handle indices, std::optional<int> axis,
+                              StreamArg s) {
+    array x = to_array(a), idx = to_array(indices);
+    if (axis) return take_along_axis(x, idx, *axis, s);
+    return take_along_axis(reshape(x, {-1}, s), reshape(idx, {-1}, s), 0, s);
+  }, "a"_a, pos_only(), "indices"_a, "axis"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none());
+  def(m, "put_along_axis", [](nb::handle a, nb::handle indices, nb::handle values,
+                             std::optional<int> axis, StreamArg s) {
+    array x = to_array(a), idx = to_array(indices);
+    array v = is_python_scalar(values) ? scalar_to_array(values, x.dtype()) : to_array(values);
+    if (axis) return put_along_axis(x, idx, v, *axis, s);
+    array flat = put_along_axis(reshape(x, {-1}, s), reshape(idx, {-1}, s),
+                                v.ndim() == 0 ? v : reshape(v, {-1}, s), 0, s);
+    return reshape(flat, x.shape(), s);
+  }, "a"_a, pos_only(), "indices"_a, "values"_a, "axis"_a.none(), nb::kw_only(), "stream"_a = nb::none());
   cls.def("__getitem__", &get_item, "index"_a.none())
       .def("__setitem__", [](array& a, nb::handle idx, nb::handle v) { a = set_item(a, idx, v); },
            "index"_a.none(), "value"_a);

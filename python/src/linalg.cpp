@@ -1,54 +1,90 @@
-// Matrix products (reference core.md §8.8), and diff and hadamard_transform.
+// The submodule tessera.core.linalg: norms,
+// decompositions, inverses and solvers. The stream is keyword-only.
 #include "convert.h"
 
 namespace tessera::python {
 
-void init_linalg(nb::module_& m, ArrayClass&) {
-  def(m, "matmul", [](nb::handle a, nb::handle b, StreamArg s) {
-    return matmul(to_array(a), to_array(b), s);
-  }, "a"_a, "b"_a, pos_only(), nb::kw_only(), "stream"_a = nb::none());
-  def(m, "addmm", [](nb::handle c, nb::handle a, nb::handle b, float alpha, float beta, StreamArg s) {
-    return addmm(to_array(c), to_array(a), to_array(b), alpha, beta, s);
-  }, "c"_a, "a"_a, "b"_a, pos_only(), "alpha"_a = 1.0f, "beta"_a = 1.0f, nb::kw_only(), "stream"_a = nb::none());
-  def(m, "vecdot", [](nb::handle a, nb::handle b, int axis, StreamArg s) {
-    return vecdot(to_array(a), to_array(b), axis, s);
-  }, "a"_a, "b"_a, pos_only(), "axis"_a = -1, nb::kw_only(), "stream"_a = nb::none());
-  def(m, "gather_mm", [](nb::handle a, nb::handle b, nb::handle lhs, nb::handle rhs,
-                         bool sorted_indices, StreamArg s) {
-    return gather_mm(to_array(a), to_array(b), optional_array(lhs), optional_array(rhs),
-                     sorted_indices, s);
-  }, "a"_a, "b"_a, pos_only(), "lhs_indices"_a = nb::none(), "rhs_indices"_a = nb::none(),
-     nb::kw_only(), "sorted_indices"_a = false, "stream"_a = nb::none());
-  def(m, "segmented_mm", [](nb::handle a, nb::handle b, nb::handle segments, StreamArg s) {
-    return segmented_mm(to_array(a), to_array(b), to_array(segments), s);
-  }, "a"_a, "b"_a, pos_only(), "segments"_a, nb::kw_only(), "stream"_a = nb::none());
-  def(m, "block_masked_mm", [](nb::handle a, nb::handle b, int block_size, nb::handle mask_out,
-                               nb::handle mask_lhs, nb::handle mask_rhs, StreamArg s) {
-    return block_masked_mm(to_array(a), to_array(b), block_size, optional_array(mask_out),
-                           optional_array(mask_lhs), optional_array(mask_rhs), s);
-  }, "a"_a, "b"_a, pos_only(), "block_size"_a = 64, "mask_out"_a = nb::none(),
-     "mask_lhs"_a = nb::none(), "mask_rhs"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none());
-  def(m, "hadamard_transform", [](nb::handle a, std::optional<float> scale, StreamArg s) {
-    return hadamard_transform(to_array(a), scale, s);
-  }, "a"_a, pos_only(), "scale"_a = nb::none(), nb::kw_only(), "stream"_a = nb::none());
-  def(m, "diff", [](nb::handle a, int n, int axis, StreamArg s) {
-    return diff(to_array(a), n, axis, s);
-  }, "a"_a, pos_only(), "n"_a = 1, "axis"_a = -1, nb::kw_only(), "stream"_a = nb::none());
-  def(m, "inner", [](nb::handle a, nb::handle b, StreamArg s) {
-    return inner(to_array(a), to_array(b), s);
-  }, "a"_a, "b"_a, pos_only(), nb::kw_only(), "stream"_a = nb::none());
-  def(m, "outer", [](nb::handle a, nb::handle b, StreamArg s) {
-    return outer(to_array(a), to_array(b), s);
-  }, "a"_a, "b"_a, pos_only(), nb::kw_only(), "stream"_a = nb::none());
-  def(m, "tensordot", [](nb::handle a, nb::handle b, nb::handle axes, StreamArg s) {
-    array x = to_array(a), y = to_array(b);
-    if (PyLong_Check(axes.ptr())) return tensordot(x, y, nb::cast<int>(axes), s);
-    auto pair = nb::cast<std::vector<std::vector<int>>>(axes);
-    if (pair.size() != 2) {
-      throw std::invalid_argument("[tensordot] axes must be an int or a pair of axis lists");
-    }
-    return tensordot(x, y, pair[0], pair[1], s);
-  }, "a"_a, "b"_a, pos_only(), "axes"_a = 2, nb::kw_only(), "stream"_a = nb::none());
+namespace {
+
+nb::tuple pair_of(std::pair<array, array> p) { return nb::make_tuple(p.first, p.second); }
+
+nb::tuple tuple_of(const std::vector<array>& v) {
+  nb::list out;
+  for (const array& a : v) out.append(a);
+  return nb::tuple(out);
+}
+
+array norm_impl(nb::handle a, nb::handle ord, const Axes& axis, bool keepdims, StreamArg s) {
+  array x = to_array(a);
+  std::optional<std::vector<int>> axes;
+  if (axis) axes = to_vec(*axis);
+  if (ord.is_none()) return linalg::norm(x, axes, keepdims, s);
+  if (PyUnicode_Check(ord.ptr())) {
+    return linalg::norm(x, nb::cast<std::string>(ord), axes, keepdims, s);
+  }
+  if (PyBool_Check(ord.ptr()) || !(PyLong_Check(ord.ptr()) || PyFloat_Check(ord.ptr()))) {
+    throw nb::type_error(("[linalg::norm] ord must be None, a number or a string, got " +
+                          nb::cast<std::string>(nb::repr(ord))).c_str());
+  }
+  return linalg::norm(x, nb::cast<double>(ord), axes, keepdims, s);
+}
+
+}  // namespace
+
+void init_linalg(nb::module_& parent) {
+  nb::module_ m = parent.def_submodule("linalg", "Linear algebra: norms, decompositions, solvers");
+  auto kw = nb::kw_only();
+  m.def("norm", &norm_impl, "a"_a, "ord"_a = nb::none(), "axis"_a = nb::none(),
+        "keepdims"_a = false, kw, "stream"_a = nb::none());
+  m.def("qr", [](nb::handle a, StreamArg s) { return pair_of(linalg::qr(to_array(a), s)); },
+        "a"_a, kw, "stream"_a = nb::none());
+  m.def("svd", [](nb::handle a, bool compute_uv, StreamArg s) -> nb::object {
+    auto r = linalg::svd(to_array(a), compute_uv, s);
+    if (!compute_uv) return nb::cast(r.at(0));
+    return tuple_of(r);
+  }, "a"_a, "compute_uv"_a = true, kw, "stream"_a = nb::none());
+  m.def("inv", [](nb::handle a, StreamArg s) { return linalg::inv(to_array(a), s); }, "a"_a, kw,
+        "stream"_a = nb::none());
+  m.def("tri_inv", [](nb::handle a, bool upper, StreamArg s) {
+    return linalg::tri_inv(to_array(a), upper, s);
+  }, "a"_a, "upper"_a = false, kw, "stream"_a = nb::none());
+  m.def("pinv", [](nb::handle a, StreamArg s) { return linalg::pinv(to_array(a), s); }, "a"_a,
+        kw, "stream"_a = nb::none());
+  m.def("cholesky", [](nb::handle a, bool upper, StreamArg s) {
+    return linalg::cholesky(to_array(a), upper, s);
+  }, "a"_a, "upper"_a = false, kw, "stream"_a = nb::none());
+  m.def("cholesky_inv", [](nb::handle L, bool upper, StreamArg s) {
+    return linalg::cholesky_inv(to_array(L), upper, s);
+  }, "L"_a, "upper"_a = false, kw, "stream"_a = nb::none());
+  m.def("cross", [](nb::handle a, nb::handle b, int axis, StreamArg s) {
+    return linalg::cross(to_array(a), to_array(b), axis, s);
+  }, "a"_a, "b"_a, "axis"_a = -1, kw, "stream"_a = nb::none());
+  m.def("eigvals", [](nb::handle a, StreamArg s) { return linalg::eigvals(to_array(a), s); },
+        "a"_a, kw, "stream"_a = nb::none());
+  m.def("eig", [](nb::handle a, StreamArg s) { return pair_of(linalg::eig(to_array(a), s)); },
+        "a"_a, kw, "stream"_a = nb::none());
+  m.def("eigvalsh", [](nb::handle a, const std::string& UPLO, StreamArg s) {
+    return linalg::eigvalsh(to_array(a), UPLO, s);
+  }, "a"_a, "UPLO"_a = "L", kw, "stream"_a = nb::none());
+  m.def("eigh", [](nb::handle a, const std::string& UPLO, StreamArg s) {
+    return pair_of(linalg::eigh(to_array(a), UPLO, s));
+  }, "a"_a, "UPLO"_a = "L", kw, "stream"_a = nb::none());
+  m.def("lu", [](nb::handle a, StreamArg s) { return tuple_of(linalg::lu(to_array(a), s)); },
+        "a"_a, kw, "stream"_a = nb::none());
+  m.def("lu_factor", [](nb::handle a, StreamArg s) {
+    return pair_of(linalg::lu_factor(to_array(a), s));
+  }, "a"_a, kw, "stream"_a = nb::none());
+  m.def("solve", [](nb::handle a, nb::handle b, StreamArg s) {
+    return linalg::solve(to_array(a), to_array(b), s);
+  }, "a"_a, "b"_a, kw, "stream"_a = nb::none());
+  m.def("solve_triangular", [](nb::handle a, nb::handle b, bool upper, StreamArg s) {
+    return linalg::solve_triangular(to_array(a), to_array(b), upper, s);
+  }, "a"_a, "b"_a, kw, "upper"_a = false, "stream"_a = nb::none());
+  m.def("det", [](nb::handle a, StreamArg s) { return linalg::det(to_array(a), s); }, "a"_a, kw,
+        "stream"_a = nb::none());
+  m.def("slogdet", [](nb::handle a, StreamArg s) {
+    return pair_of(linalg::slogdet(to_array(a), s));
+  }, "a"_a, kw, "stream"_a = nb::none());
 }
 
 }  // namespace tessera::python

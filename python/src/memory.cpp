@@ -1,4 +1,4 @@
-// Memory statistics and limits (reference submodules.md §5).
+// Memory statistics and limits.
 #include "convert.h"
 
 namespace tessera::python {

@@ -15,14 +15,13 @@ NB_MODULE(core, m) {
   init_elementwise(m, cls);
   init_reduce(m, cls);
   init_shape(m, cls);
-  init_linalg(m, cls);
+  init_matmul(m, cls);
   init_scan(m, cls);
   init_sort(m, cls);
-  init_decompositions(m);
+  init_linalg(m);
   init_random(m);
   init_fft(m);
   init_quantized(m);
-  init_gather(m, cls);
   init_transforms(m);
   init_memory(m);
 }

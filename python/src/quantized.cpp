@@ -1,4 +1,4 @@
-// Quantization (reference core.md §8.10).
+// Quantization.
 #include "convert.h"
 
 namespace tessera::python {

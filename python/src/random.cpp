@@ -1,4 +1,4 @@
-// The submodule tessera.core.random (reference submodules.md §1): keys and
+// The submodule tessera.core.random: keys and
 // samplers. Every parameter is positional-or-keyword, `key` and `stream` last.
 #include "convert.h"
 

@@ -1,4 +1,4 @@
-// Reductions, softmax and trace (reference core.md §8.4), as functions and methods.
+// Reductions, softmax and trace, as functions and methods.
 #include "convert.h"
 
 namespace tessera::python {

@@ -1,4 +1,4 @@
-// Cumulative (scan) ops (reference core.md §8.4), as functions and methods.
+// Cumulative (scan) ops, as functions and methods.
 #include "convert.h"
 
 namespace tessera::python {

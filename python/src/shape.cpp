@@ -1,4 +1,4 @@
-// Shape manipulation, joining and splitting (reference core.md §8.5, §8.6), as
+// Shape manipulation, joining and splitting, as
 // functions and the array methods of the same names.
 #include "convert.h"
 

@@ -1,4 +1,4 @@
-// Sorting and selection (reference core.md §8.7) and searchsorted (§8.6).
+// Sorting and selection, and searchsorted.
 #include "convert.h"
 
 namespace tessera::python {

@@ -1,4 +1,4 @@
-"""The function transforms of tessera.core over pytrees (reference transforms.md):
+"""The function transforms of tessera.core over pytrees:
 grad, value_and_grad, vjp, jvp, vmap, checkpoint, custom_function (and the
 printoptions context manager, also written in Python). The native
 module differentiates and vectorises flat lists of arrays; this module maps

@@ -1,4 +1,4 @@
-"""Tree helpers (reference optimizers.md section 4, MLX's ``mlx.utils``).
+"""Tree helpers (MLX's ``mlx.utils``).
 
 A tree is any nesting of ``list``, ``tuple`` and ``dict``; everything else is a
 leaf. Paths of leaves are dotted strings such as ``"layers.0.weight"``.

@@ -5,9 +5,8 @@
 #include <sstream>
 #include <utility>
 
-#include "tessera/backend/cpu/copy.h"
-#include "tessera/backend/gpu.h"
-#include "tessera/backend/cpu/dispatch.h"
+#include "tessera/core/dispatch.h"
+#include "tessera/core/gpu.h"
 #include "tessera/core/eval.h"
 #include "tessera/core/primitive.h"
 #include "tessera/core/scheduler.h"
@@ -136,7 +135,7 @@ void array::check_list_size(size_t n, const Shape& shape) {
 
 void array::init_from(const void* src, Dtype src_dtype) {
   auto buffer = allocator::malloc(nbytes());
-  cpu::cast_contiguous(src, src_dtype, buffer.raw_ptr(), dtype(), size());
+  cast_contiguous(src, src_dtype, buffer.raw_ptr(), dtype(), size());
   set_data(buffer);
 }
 
@@ -401,9 +400,9 @@ T array::item_impl() const {
     throw std::invalid_argument(msg.str());
   }
   const void* p = raw_data();
-  return cpu::dispatch_all(dtype(), [&](auto tag) -> T {
+  return tessera::dispatch_all(dtype(), [&](auto tag) -> T {
     using S = typename decltype(tag)::type;
-    return cpu::cast_to<T>(*static_cast<const S*>(p));
+    return tessera::cast_to<T>(*static_cast<const S*>(p));
   });
 }
 

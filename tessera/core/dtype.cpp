@@ -15,7 +15,7 @@ constexpr Dtype::Val kB = Dtype::Val::bool_, kU8 = Dtype::Val::uint8,
                      kBF = Dtype::Val::bfloat16, kF32 = Dtype::Val::float32,
                      kF64 = Dtype::Val::float64, kC = Dtype::Val::complex64;
 
-// The array-array promotion table of the reference (core.md §3.1).
+// The array-array promotion table of MLX.
 constexpr Dtype::Val kPromotion[Dtype::num_types][Dtype::num_types] = {
     {kB, kU8, kU16, kU32, kU64, kI8, kI16, kI32, kI64, kF16, kBF, kF32, kF64, kC},
     {kU8, kU8, kU16, kU32, kU64, kI16, kI16, kI32, kI64, kF16, kBF, kF32, kF64, kC},

@@ -4,7 +4,7 @@
 #include <optional>
 #include <utility>
 
-#include "tessera/backend/gpu.h"
+#include "tessera/core/gpu.h"
 #include "tessera/core/primitive.h"
 #include "tessera/core/scheduler.h"
 

@@ -87,15 +87,18 @@ class UnaryPrimitive : public Primitive {
 // The one message for a kernel a backend lacks.
 [[noreturn]] void throw_no_implementation(const Primitive& p, const char* backend);
 
-// Defines eval_gpu of a primitive that has no GPU kernel in this build: the
-// one greppable marker of a gap.
-#define TESSERA_NO_GPU(NAME)                                            \
-  void NAME::eval_gpu(const std::vector<array>&, array&) {               \
-    throw_no_implementation(*this, "GPU");                               \
-  }
-#define TESSERA_NO_GPU_MULTI(NAME)                                      \
-  void NAME::eval_gpu(const std::vector<array>&, std::vector<array>&) {  \
-    throw_no_implementation(*this, "GPU");                               \
-  }
+// Declares eval_gpu in a primitive class that has a GPU kernel (backend/cuda).
+// A build without the CUDA backend declares none: the base class's eval_gpu
+// then says that the primitive has no GPU implementation, with no stub per
+// primitive. A primitive without a GPU kernel in a CUDA build simply does not
+// declare it: that absence is the one greppable marker of a gap.
+#if defined(TESSERA_CUDA) && TESSERA_CUDA
+#define TESSERA_EVAL_GPU void eval_gpu(const std::vector<array>& inputs, array& out) override;
+#define TESSERA_EVAL_GPU_MULTI \
+  void eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+#else
+#define TESSERA_EVAL_GPU
+#define TESSERA_EVAL_GPU_MULTI
+#endif
 
 }  // namespace tessera

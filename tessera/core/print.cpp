@@ -6,7 +6,7 @@
 #include <sstream>
 #include <string>
 
-#include "tessera/backend/cpu/dispatch.h"
+#include "tessera/core/dispatch.h"
 
 namespace tessera {
 
@@ -39,14 +39,14 @@ void print_scalar(std::ostream& os, T v, int precision) {
     os << static_cast<int64_t>(v);
   } else if constexpr (std::is_integral_v<T>) {
     os << static_cast<uint64_t>(v);
-  } else if constexpr (cpu::is_complex_v<T>) {
+  } else if constexpr (tessera::is_complex_v<T>) {
     os << "(";
     print_real(os, v.real(), precision);
     os << (std::signbit(v.imag()) && !std::isnan(v.imag()) ? "-" : "+");
     print_real(os, std::abs(v.imag()), precision);
     os << "j)";
   } else {
-    print_real(os, static_cast<double>(static_cast<cpu::compute_t<T>>(v)), precision);
+    print_real(os, static_cast<double>(static_cast<tessera::compute_t<T>>(v)), precision);
   }
 }
 
@@ -95,7 +95,7 @@ std::ostream& operator<<(std::ostream& os, const array& a) {
     }
   } else {
     const int precision = g_precision.load();
-    cpu::dispatch_all(x.dtype(), [&](auto tag) {
+    tessera::dispatch_all(x.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* data = x.data<T>();
       if (x.ndim() == 0) {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "tessera/backend/gpu.h"
+#include "tessera/core/gpu.h"
 
 #include <atomic>
 #include <chrono>

@@ -1,6 +1,6 @@
 #include "tessera/memory/allocator.h"
 
-#include "tessera/backend/gpu.h"
+#include "tessera/core/gpu.h"
 #include "tessera/core/device.h"
 
 #include <unistd.h>

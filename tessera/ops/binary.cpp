@@ -103,18 +103,29 @@ array all_true(const array& a, StreamOrDevice s) {
 
 }  // namespace
 
-array add(const array& a, const array& b, StreamOrDevice s) {
-  return arithmetic<Add>("add", a, b, s);
-}
+// The op functions of the rows of TESSERA_BINARY_OPS whose rule is not custom
+// (Note [Elementwise tables]).
+#define TESSERA_DEFINE_BINARY(NAME, FN, RULE) TESSERA_DEFINE_BINARY_##RULE(NAME, FN)
+#define TESSERA_DEFINE_BINARY_custom(NAME, FN)
+#define TESSERA_DEFINE_BINARY_RULE(NAME, FN, RULE)                      \
+  array FN(const array& a, const array& b, StreamOrDevice s) {         \
+    return RULE<NAME>(#FN, a, b, s);                                   \
+  }
+#define TESSERA_DEFINE_BINARY_arithmetic(NAME, FN) TESSERA_DEFINE_BINARY_RULE(NAME, FN, arithmetic)
+#define TESSERA_DEFINE_BINARY_float_out(NAME, FN) TESSERA_DEFINE_BINARY_RULE(NAME, FN, float_out)
+#define TESSERA_DEFINE_BINARY_comparison(NAME, FN) TESSERA_DEFINE_BINARY_RULE(NAME, FN, comparison)
+#define TESSERA_DEFINE_BINARY_logical(NAME, FN) TESSERA_DEFINE_BINARY_RULE(NAME, FN, logical)
+#define TESSERA_DEFINE_BINARY_bitwise(NAME, FN) TESSERA_DEFINE_BINARY_RULE(NAME, FN, bitwise)
+#define TESSERA_DEFINE_BINARY_shift(NAME, FN) TESSERA_DEFINE_BINARY_RULE(NAME, FN, shift)
+TESSERA_BINARY_OPS(TESSERA_DEFINE_BINARY)
+#undef TESSERA_DEFINE_BINARY
+
+// ---- the custom rules --------------------------------------------------------
 
 array subtract(const array& a, const array& b, StreamOrDevice s) {
   Dtype t = promote_types(a.dtype(), b.dtype());
   if (t == bool_) throw_unsupported_dtype("subtract", t, "expected a number; use logical_xor");
   return make_binary<Subtract>("subtract", a, b, t, t, s);
-}
-
-array multiply(const array& a, const array& b, StreamOrDevice s) {
-  return arithmetic<Multiply>("multiply", a, b, s);
 }
 
 array divide(const array& a, const array& b, StreamOrDevice s) {
@@ -141,70 +152,8 @@ std::vector<array> divmod(const array& a, const array& b, StreamOrDevice s) {
                             inputs);
 }
 
-array power(const array& a, const array& b, StreamOrDevice s) {
-  return arithmetic<Power>("power", a, b, s);
-}
-
-array maximum(const array& a, const array& b, StreamOrDevice s) {
-  return arithmetic<Maximum>("maximum", a, b, s);
-}
-
-array minimum(const array& a, const array& b, StreamOrDevice s) {
-  return arithmetic<Minimum>("minimum", a, b, s);
-}
-
-array logaddexp(const array& a, const array& b, StreamOrDevice s) {
-  return float_out<LogAddExp>("logaddexp", a, b, s);
-}
-
-array arctan2(const array& a, const array& b, StreamOrDevice s) {
-  return float_out<ArcTan2>("arctan2", a, b, s);
-}
-
 array equal(const array& a, const array& b, StreamOrDevice s) {
   return make_binary<Equal>("equal", a, b, promote_types(a.dtype(), b.dtype()), bool_, s, false);
-}
-
-array not_equal(const array& a, const array& b, StreamOrDevice s) {
-  return comparison<NotEqual>("not_equal", a, b, s);
-}
-array greater(const array& a, const array& b, StreamOrDevice s) {
-  return comparison<Greater>("greater", a, b, s);
-}
-array greater_equal(const array& a, const array& b, StreamOrDevice s) {
-  return comparison<GreaterEqual>("greater_equal", a, b, s);
-}
-array less(const array& a, const array& b, StreamOrDevice s) {
-  return comparison<Less>("less", a, b, s);
-}
-array less_equal(const array& a, const array& b, StreamOrDevice s) {
-  return comparison<LessEqual>("less_equal", a, b, s);
-}
-
-array logical_and(const array& a, const array& b, StreamOrDevice s) {
-  return logical<LogicalAnd>("logical_and", a, b, s);
-}
-array logical_or(const array& a, const array& b, StreamOrDevice s) {
-  return logical<LogicalOr>("logical_or", a, b, s);
-}
-array logical_xor(const array& a, const array& b, StreamOrDevice s) {
-  return logical<LogicalXor>("logical_xor", a, b, s);
-}
-
-array bitwise_and(const array& a, const array& b, StreamOrDevice s) {
-  return bitwise<BitwiseAnd>("bitwise_and", a, b, s);
-}
-array bitwise_or(const array& a, const array& b, StreamOrDevice s) {
-  return bitwise<BitwiseOr>("bitwise_or", a, b, s);
-}
-array bitwise_xor(const array& a, const array& b, StreamOrDevice s) {
-  return bitwise<BitwiseXor>("bitwise_xor", a, b, s);
-}
-array left_shift(const array& a, const array& b, StreamOrDevice s) {
-  return shift<LeftShift>("left_shift", a, b, s);
-}
-array right_shift(const array& a, const array& b, StreamOrDevice s) {
-  return shift<RightShift>("right_shift", a, b, s);
 }
 
 array where(const array& condition, const array& x, const array& y, StreamOrDevice s) {

@@ -11,35 +11,17 @@
 
 #include "tessera/core/array.h"
 #include "tessera/core/device.h"
+#include "tessera/ops/elementwise_table.h"
 
 namespace tessera {
 
-array add(const array& a, const array& b, StreamOrDevice s = {});
-array subtract(const array& a, const array& b, StreamOrDevice s = {});
-array multiply(const array& a, const array& b, StreamOrDevice s = {});
-array divide(const array& a, const array& b, StreamOrDevice s = {});
-array floor_divide(const array& a, const array& b, StreamOrDevice s = {});
-array remainder(const array& a, const array& b, StreamOrDevice s = {});
+// The ops of TESSERA_BINARY_OPS, all (a, b) (Note [Elementwise tables]).
+#define TESSERA_DECLARE_BINARY(NAME, FN, RULE) \
+  array FN(const array& a, const array& b, StreamOrDevice s = {});
+TESSERA_BINARY_OPS(TESSERA_DECLARE_BINARY)
+#undef TESSERA_DECLARE_BINARY
 std::vector<array> divmod(const array& a, const array& b, StreamOrDevice s = {});
-array power(const array& a, const array& b, StreamOrDevice s = {});
-array maximum(const array& a, const array& b, StreamOrDevice s = {});
-array minimum(const array& a, const array& b, StreamOrDevice s = {});
-array logaddexp(const array& a, const array& b, StreamOrDevice s = {});
-array arctan2(const array& a, const array& b, StreamOrDevice s = {});
 array equal(const array& a, const array& b, StreamOrDevice s = {});
-array not_equal(const array& a, const array& b, StreamOrDevice s = {});
-array greater(const array& a, const array& b, StreamOrDevice s = {});
-array greater_equal(const array& a, const array& b, StreamOrDevice s = {});
-array less(const array& a, const array& b, StreamOrDevice s = {});
-array less_equal(const array& a, const array& b, StreamOrDevice s = {});
-array logical_and(const array& a, const array& b, StreamOrDevice s = {});
-array logical_or(const array& a, const array& b, StreamOrDevice s = {});
-array logical_xor(const array& a, const array& b, StreamOrDevice s = {});
-array bitwise_and(const array& a, const array& b, StreamOrDevice s = {});
-array bitwise_or(const array& a, const array& b, StreamOrDevice s = {});
-array bitwise_xor(const array& a, const array& b, StreamOrDevice s = {});
-array left_shift(const array& a, const array& b, StreamOrDevice s = {});
-array right_shift(const array& a, const array& b, StreamOrDevice s = {});
 
 // condition ? x : y, all three broadcast.
 array where(const array& condition, const array& x, const array& y, StreamOrDevice s = {});

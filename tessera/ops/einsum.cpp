@@ -19,8 +19,8 @@
 
 #include "tessera/ops/binary.h"
 #include "tessera/ops/creation.h"
-#include "tessera/ops/linalg.h"
-#include "tessera/ops/primitives/linalg.h"
+#include "tessera/ops/matmul.h"
+#include "tessera/ops/primitives/matmul.h"
 #include "tessera/ops/reduce.h"
 #include "tessera/ops/shape.h"
 #include "tessera/ops/utils.h"

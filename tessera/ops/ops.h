@@ -3,11 +3,11 @@
 
 #include "tessera/ops/binary.h"
 #include "tessera/ops/creation.h"
-#include "tessera/ops/decompositions.h"
+#include "tessera/ops/linalg.h"
 #include "tessera/ops/depends.h"
 #include "tessera/ops/einsum.h"
 #include "tessera/ops/fft.h"
-#include "tessera/ops/linalg.h"
+#include "tessera/ops/matmul.h"
 #include "tessera/ops/products.h"
 #include "tessera/ops/quantized.h"
 #include "tessera/ops/random.h"

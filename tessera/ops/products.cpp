@@ -8,7 +8,7 @@
 #include "tessera/ops/binary.h"
 #include "tessera/ops/creation.h"
 #include "tessera/ops/indexing.h"
-#include "tessera/ops/linalg.h"
+#include "tessera/ops/matmul.h"
 #include "tessera/ops/quantized.h"
 #include "tessera/ops/reduce.h"
 #include "tessera/ops/shape.h"

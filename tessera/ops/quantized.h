@@ -1,4 +1,4 @@
-// Quantization (reference core.md §8.10): affine quantization of the rows of a
+// Quantization: affine quantization of the rows of a
 // matrix in groups, and matrix products with quantized weights.
 //
 //   auto q = quantize(w, 64, 4);                        // {w_q, scales, biases}

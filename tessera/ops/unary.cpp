@@ -1,4 +1,4 @@
-// Elementwise functions of one array: dtype rules (core.md §3.4), then a node.
+// Elementwise functions of one array: dtype rules (as in MLX), then a node.
 #include "tessera/ops/unary.h"
 
 #include "tessera/memory/pool.h"
@@ -45,6 +45,31 @@ array predicate(const array& a, StreamOrDevice s) {
 
 }  // namespace
 
+// The op functions of the rows of TESSERA_UNARY_OPS whose rule is not custom
+// (Note [Elementwise tables]).
+#define TESSERA_DEFINE_UNARY_same_dtype(NAME, FN) \
+  array FN(const array& a, StreamOrDevice s) { return same_dtype<NAME>(a, s); }
+#define TESSERA_DEFINE_UNARY_float_out(NAME, FN) \
+  array FN(const array& a, StreamOrDevice s) { return float_out<NAME>(a, s); }
+#define TESSERA_DEFINE_UNARY_float_out_real(NAME, FN) \
+  array FN(const array& a, StreamOrDevice s) {         \
+    check_real(#FN, a);                                 \
+    return float_out<NAME>(a, s);                       \
+  }
+#define TESSERA_DEFINE_UNARY_predicate(NAME, FN) \
+  array FN(const array& a, StreamOrDevice s) { return predicate<NAME>(a, s); }
+#define TESSERA_DEFINE_UNARY_predicate_real(NAME, FN) \
+  array FN(const array& a, StreamOrDevice s) {         \
+    check_real(#FN, a);                                 \
+    return predicate<NAME>(a, s);                       \
+  }
+#define TESSERA_DEFINE_UNARY_custom(NAME, FN)
+#define TESSERA_DEFINE_UNARY(NAME, FN, RULE) TESSERA_DEFINE_UNARY_##RULE(NAME, FN)
+TESSERA_UNARY_OPS(TESSERA_DEFINE_UNARY)
+#undef TESSERA_DEFINE_UNARY
+
+// ---- the custom rules --------------------------------------------------------
+
 array abs(const array& a, StreamOrDevice s) {
   if (a.dtype() == bool_ || is_unsigned(a.dtype())) return a;
   return make_unary<Abs>(a, is_complex(a.dtype()) ? float32 : a.dtype(), s);
@@ -56,10 +81,6 @@ array negative(const array& a, StreamOrDevice s) {
   if (a.dtype() == bool_) throw_unsupported_dtype("negative", a.dtype(), "expected a number; use logical_not for bool");
   return same_dtype<Negative>(a, s);
 }
-
-array sign(const array& a, StreamOrDevice s) { return same_dtype<Sign>(a, s); }
-array logical_not(const array& a, StreamOrDevice s) { return predicate<LogicalNot>(a, s); }
-array reciprocal(const array& a, StreamOrDevice s) { return float_out<Reciprocal>(a, s); }
 
 array floor(const array& a, StreamOrDevice s) {
   check_real("floor", a);
@@ -83,49 +104,6 @@ array round(const array& a, int decimals, StreamOrDevice s) {
 
 array round(const array& a, StreamOrDevice s) { return round(a, 0, s); }
 
-array square(const array& a, StreamOrDevice s) { return same_dtype<Square>(a, s); }
-array exp(const array& a, StreamOrDevice s) { return float_out<Exp>(a, s); }
-array expm1(const array& a, StreamOrDevice s) { return float_out<Expm1>(a, s); }
-array sqrt(const array& a, StreamOrDevice s) { return float_out<Sqrt>(a, s); }
-array rsqrt(const array& a, StreamOrDevice s) { return float_out<Rsqrt>(a, s); }
-array sin(const array& a, StreamOrDevice s) { return float_out<Sin>(a, s); }
-array cos(const array& a, StreamOrDevice s) { return float_out<Cos>(a, s); }
-array tan(const array& a, StreamOrDevice s) { return float_out<Tan>(a, s); }
-array arcsin(const array& a, StreamOrDevice s) { return float_out<ArcSin>(a, s); }
-array arccos(const array& a, StreamOrDevice s) { return float_out<ArcCos>(a, s); }
-array arctan(const array& a, StreamOrDevice s) { return float_out<ArcTan>(a, s); }
-array sinh(const array& a, StreamOrDevice s) { return float_out<Sinh>(a, s); }
-array cosh(const array& a, StreamOrDevice s) { return float_out<Cosh>(a, s); }
-array tanh(const array& a, StreamOrDevice s) { return float_out<Tanh>(a, s); }
-array arcsinh(const array& a, StreamOrDevice s) { return float_out<ArcSinh>(a, s); }
-array arccosh(const array& a, StreamOrDevice s) { return float_out<ArcCosh>(a, s); }
-array arctanh(const array& a, StreamOrDevice s) { return float_out<ArcTanh>(a, s); }
-array log(const array& a, StreamOrDevice s) { return float_out<Log>(a, s); }
-array log2(const array& a, StreamOrDevice s) { return float_out<Log2>(a, s); }
-array log10(const array& a, StreamOrDevice s) { return float_out<Log10>(a, s); }
-array log1p(const array& a, StreamOrDevice s) { return float_out<Log1p>(a, s); }
-array sigmoid(const array& a, StreamOrDevice s) { return float_out<Sigmoid>(a, s); }
-
-array degrees(const array& a, StreamOrDevice s) {
-  check_real("degrees", a);
-  return float_out<Degrees>(a, s);
-}
-
-array radians(const array& a, StreamOrDevice s) {
-  check_real("radians", a);
-  return float_out<Radians>(a, s);
-}
-
-array erf(const array& a, StreamOrDevice s) {
-  check_real("erf", a);
-  return float_out<Erf>(a, s);
-}
-
-array erfinv(const array& a, StreamOrDevice s) {
-  check_real("erfinv", a);
-  return float_out<ErfInv>(a, s);
-}
-
 array stop_gradient(const array& a, StreamOrDevice s) { return same_dtype<StopGradient>(a, s); }
 
 array conjugate(const array& a, StreamOrDevice s) {
@@ -143,20 +121,6 @@ array imag(const array& a, StreamOrDevice s) {
 array bitwise_invert(const array& a, StreamOrDevice s) {
   if (is_inexact(a.dtype())) throw_unsupported_dtype("bitwise_invert", a.dtype(), "expected integer or bool");
   return same_dtype<BitwiseInvert>(a, s);
-}
-
-array isnan(const array& a, StreamOrDevice s) { return predicate<IsNan>(a, s); }
-array isinf(const array& a, StreamOrDevice s) { return predicate<IsInf>(a, s); }
-array isfinite(const array& a, StreamOrDevice s) { return predicate<IsFinite>(a, s); }
-
-array isposinf(const array& a, StreamOrDevice s) {
-  check_real("isposinf", a);
-  return predicate<IsPosInf>(a, s);
-}
-
-array isneginf(const array& a, StreamOrDevice s) {
-  check_real("isneginf", a);
-  return predicate<IsNegInf>(a, s);
 }
 
 array nan_to_num(const array& a, float nan, std::optional<float> posinf,

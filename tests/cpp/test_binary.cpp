@@ -346,7 +346,7 @@ TEST(Binary, IntegerSemantics) {
   int32_t min32 = std::numeric_limits<int32_t>::min();
   EXPECT_EQ(floor_divide(array(min32), array(-1)).item<int32_t>(), min32);
   EXPECT_EQ(remainder(array(min32), array(-1)).item<int32_t>(), 0);
-  // floor_divide of integers is native division (core.md §3.4); remainder has
+  // floor_divide of integers is native division (as in MLX); remainder has
   // the sign of the divisor.
   harness::expect_values(floor_divide(array({7, -7, 7, -7}), array({2, 2, -2, -2})), {3, -3, -3, 3},
                          "int //");

@@ -312,7 +312,7 @@ TEST(Shape, TransposeSliceReshapeViews) {
 }
 
 TEST(Dtype, PromotionTableMatchesTheReference) {
-  // core.md §3.1, row by row, in the order b u8 u16 u32 u64 i8 i16 i32 i64 f16 bf f32 f64 c.
+  // MLX's promotion table, row by row, in the order b u8 u16 u32 u64 i8 i16 i32 i64 f16 bf f32 f64 c.
   const char* rows[] = {
       "b u8 u16 u32 u64 i8 i16 i32 i64 f16 bf f32 f64 c",
       "u8 u8 u16 u32 u64 i16 i16 i32 i64 f16 bf f32 f64 c",

@@ -9,7 +9,7 @@
 #include <numeric>
 #include <vector>
 
-#include "tessera/backend/gpu.h"
+#include "tessera/core/gpu.h"
 #include "tessera/tessera.h"
 
 using namespace tessera;

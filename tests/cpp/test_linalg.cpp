@@ -1,654 +1,754 @@
-// matmul, addmm, inner, outer, tensordot against a float64 (complex<double>)
-// triple-loop reference.
+// linalg factorizations, solves, eigenproblems, norms and cross, checked by
+// their defining properties with float64 host arithmetic written here (Q R ==
+// A, U S Vt == A, A inv(A) == I, L L^T == A, L[p] U == A, A V == V diag(w), ...),
+// against hand computations, on float32 and float64, batched, on views, on
+// every device; and their errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <complex>
+#include <limits>
+#include <random>
 
 #include "harness.h"
-#include "tessera/ops/primitives/linalg.h"
 
 using namespace tessera;
 using harness::Layout;
-using cd = std::complex<double>;
 
 namespace {
 
-std::vector<Dtype> matmul_types() { return {float16, bfloat16, float32, float64, complex64}; }
+const double kInf = std::numeric_limits<double>::infinity();
 
-Strides strides_of(const Shape& s) {
-  Strides st(s.size());
-  int64_t acc = 1;
-  for (int i = static_cast<int>(s.size()) - 1; i >= 0; --i) {
-    st[i] = acc;
-    acc *= s[i];
-  }
-  return st;
+std::vector<Dtype> float_types() { return {float32, float64}; }
+std::vector<Layout> layouts() { return {Layout::contiguous, Layout::transposed, Layout::strided}; }
+
+double tol(Dtype t) { return t == float32 ? 2e-4 : 1e-10; }
+
+std::vector<double> vals(const array& a) { return harness::to_doubles(a); }
+
+std::vector<double> random_values(size_t n, uint64_t seed, double lo = -1, double hi = 1) {
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  std::vector<double> v(n);
+  for (auto& x : v) x = dist(gen);
+  return v;
 }
 
-// NumPy's matmul on row-major values: 1-D operands gain an axis, batch axes
-// broadcast. V is std::complex<double>, or uint64_t for sums modulo 2^64.
-template <typename V>
-std::vector<V> ref_matmul(const std::vector<V>& a, Shape sa, const std::vector<V>& b, Shape sb,
-                          Shape* out_shape = nullptr) {
-  bool av = sa.size() == 1, bv = sb.size() == 1;
-  if (av) sa.insert(sa.begin(), 1);
-  if (bv) sb.push_back(1);
-  int M = sa[sa.size() - 2], K = sa.back(), N = sb.back();
-  size_t nb = std::max(sa.size(), sb.size()) - 2;
-  Shape batch(nb);
-  auto dim = [](const Shape& s, size_t i, size_t nb) -> int {
-    size_t lead = s.size() - 2;
-    return i + lead < nb ? 1 : s[i + lead - nb];
-  };
-  for (size_t i = 0; i < nb; ++i) batch[i] = std::max(dim(sa, i, nb), dim(sb, i, nb));
-  Strides st_a = strides_of(sa), st_b = strides_of(sb);
-  size_t batches = 1;
-  for (int d : batch) batches *= d;
-  std::vector<V> out(batches * M * N);
-  for (size_t bi = 0; bi < batches; ++bi) {
-    // Offsets of this batch element in a and b (broadcast axes read index 0).
-    int64_t oa = 0, ob = 0, rem = bi;
-    for (int i = static_cast<int>(nb) - 1; i >= 0; --i) {
-      int64_t idx = rem % batch[i];
-      rem /= batch[i];
-      int64_t ia = static_cast<int64_t>(i) - static_cast<int64_t>(nb - (sa.size() - 2));
-      int64_t ib = static_cast<int64_t>(i) - static_cast<int64_t>(nb - (sb.size() - 2));
-      if (ia >= 0 && sa[ia] != 1) oa += idx * st_a[ia];
-      if (ib >= 0 && sb[ib] != 1) ob += idx * st_b[ib];
-    }
-    for (int i = 0; i < M; ++i) {
-      for (int j = 0; j < N; ++j) {
-        V acc = 0;
-        for (int k = 0; k < K; ++k) acc += a[oa + i * K + k] * b[ob + k * N + j];
-        out[(bi * M + i) * N + j] = acc;
+int64_t batch_of(const Shape& s) {
+  int64_t b = 1;
+  for (size_t i = 0; i + 2 < s.size(); ++i) b *= s[i];
+  return b;
+}
+
+// Random matrices made well conditioned: + n I on each diagonal.
+std::vector<double> conditioned(const Shape& s, uint64_t seed) {
+  auto v = random_values(shape_size(s), seed);
+  const int n = s.back();
+  for (int64_t b = 0; b < batch_of(s); ++b) {
+    for (int i = 0; i < n; ++i) v[b * n * n + i * n + i] += n;
+  }
+  return v;
+}
+
+// Symmetric positive definite: B B^T + n I.
+std::vector<double> spd(const Shape& s, uint64_t seed) {
+  auto r = random_values(shape_size(s), seed);
+  const int n = s.back();
+  std::vector<double> v(r.size());
+  for (int64_t b = 0; b < batch_of(s); ++b) {
+    const double* B = r.data() + b * n * n;
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j < n; ++j) {
+        double acc = i == j ? n : 0;
+        for (int k = 0; k < n; ++k) acc += B[i * n + k] * B[j * n + k];
+        v[b * n * n + i * n + j] = acc;
       }
     }
   }
-  if (out_shape) {
-    *out_shape = batch;
-    if (!av) out_shape->push_back(M);
-    if (!bv) out_shape->push_back(N);
-  }
-  return out;
-}
-
-// Values an element of t holds exactly (imaginary parts for complex64 only).
-std::vector<cd> random_cd(size_t n, Dtype t, uint64_t seed) {
-  auto re = harness::random_values(n, t, -1, 1, seed);
-  auto im = harness::random_values(n, t, -1, 1, seed + 1000);
-  std::vector<cd> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = cd(re[i], t == complex64 ? im[i] : 0.0);
   return v;
 }
 
-array complex_array(const std::vector<cd>& v, const Shape& shape) {
-  std::vector<complex64_t> f(v.size());
-  for (size_t i = 0; i < v.size(); ++i) f[i] = complex64_t(v[i].real(), v[i].imag());
-  return array(f.begin(), shape, complex64);
-}
-
-// v in the given layout (for broadcast, v must repeat along axis 0).
-array make_input(const std::vector<cd>& v, const Shape& shape, Dtype t, Layout layout) {
-  if (t != complex64) {
-    std::vector<double> re(v.size());
-    for (size_t i = 0; i < v.size(); ++i) re[i] = v[i].real();
-    return harness::with_layout(re, shape, t, layout);
-  }
-  int nd = static_cast<int>(shape.size());
-  array out = complex_array(v, shape);
-  switch (layout) {
-    case Layout::contiguous:
-      break;
-    case Layout::transposed:
-      out = transpose(contiguous(transpose(out)));
-      break;
-    case Layout::strided: {
-      Shape wide = shape;
-      wide.back() *= 2;
-      std::vector<cd> w(v.size() * 2, cd(-7, 7));
-      for (size_t i = 0; i < v.size(); ++i) w[2 * i] = v[i];
-      Shape step(nd, 1);
-      step.back() = 2;
-      out = slice(complex_array(w, wide), Shape(nd, 0), wide, step);
-      break;
-    }
-    case Layout::broadcast: {
-      Shape row(shape.begin() + 1, shape.end());
-      std::vector<cd> r(v.begin(), v.begin() + v.size() / shape[0]);
-      out = broadcast_to(complex_array(r, row), shape);
-      break;
+// Host products of batched row-major matrices.
+std::vector<double> host_matmul(const std::vector<double>& a, const std::vector<double>& b,
+                                int64_t batches, int m, int k, int n) {
+  std::vector<double> c(batches * m * n, 0.0);
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    for (int i = 0; i < m; ++i) {
+      for (int j = 0; j < n; ++j) {
+        double acc = 0;
+        for (int l = 0; l < k; ++l) acc += a[bi * m * k + i * k + l] * b[bi * k * n + l * n + j];
+        c[bi * m * n + i * n + j] = acc;
+      }
     }
   }
-  eval(out);
-  return out;
+  return c;
 }
 
-// v with every row along axis 0 replaced by the first (the values of a
-// broadcast layout).
-template <typename V>
-std::vector<V> repeat_rows(std::vector<V> v, const Shape& shape) {
-  if (v.empty()) return v;
-  size_t row = v.size() / shape[0];
-  for (size_t i = row; i < v.size(); ++i) v[i] = v[i % row];
-  return v;
-}
-
-double atol_for(Dtype t, int K) {
-  double eps = t == float64 ? 2.3e-16 : t == float16 ? 1e-3 : t == bfloat16 ? 8e-3 : 1.2e-7;
-  return eps * 4 * std::max(K, 1);
-}
-
-// EXPECTs got == want within the tolerance of got's dtype for a K-term sum.
-void expect_close(const array& got, const std::vector<cd>& want, int K, const std::string& ctx) {
-  double rtol = harness::rtol_for(got.dtype()), atol = atol_for(got.dtype(), K);
-  std::vector<cd> g;
-  if (got.dtype() == complex64) {
-    g = harness::to_complex(got);
-  } else {
-    for (double d : harness::to_doubles(got)) g.push_back(d);
+std::vector<double> host_transpose(const std::vector<double>& a, int64_t batches, int m, int n) {
+  std::vector<double> t(a.size());
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    for (int i = 0; i < m; ++i) {
+      for (int j = 0; j < n; ++j) t[bi * m * n + j * m + i] = a[bi * m * n + i * n + j];
+    }
   }
-  ASSERT_EQ(g.size(), want.size()) << ctx;
+  return t;
+}
+
+std::vector<double> host_eye(int64_t batches, int n) {
+  std::vector<double> e(batches * n * n, 0.0);
+  for (int64_t b = 0; b < batches; ++b) {
+    for (int i = 0; i < n; ++i) e[b * n * n + i * n + i] = 1;
+  }
+  return e;
+}
+
+// Entries of a matrix outside a triangle set to v (to check they are not read).
+std::vector<double> fill_triangle(std::vector<double> a, int64_t batches, int n, bool upper_part,
+                                  double v) {
+  for (int64_t b = 0; b < batches; ++b) {
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j < n; ++j) {
+        if (upper_part ? j > i : j < i) a[b * n * n + i * n + j] = v;
+      }
+    }
+  }
+  return a;
+}
+
+void expect_near(const std::vector<double>& got, const std::vector<double>& want, double tolerance,
+                 const std::string& ctx) {
+  ASSERT_EQ(got.size(), want.size()) << ctx;
+  double scale = 1;
+  for (double w : want) scale = std::max(scale, std::abs(w));
   int failures = 0;
-  for (size_t i = 0; i < g.size() && failures < 5; ++i) {
-    if (std::abs(g[i] - want[i]) > atol + rtol * std::abs(want[i])) {
-      ADD_FAILURE() << ctx << ": element " << i << " is " << g[i] << ", expected " << want[i];
+  for (size_t i = 0; i < got.size() && failures < 5; ++i) {
+    if (!(std::abs(got[i] - want[i]) <= tolerance * scale)) {
+      ADD_FAILURE() << ctx << ": element " << i << " is " << got[i] << ", expected " << want[i];
       ++failures;
     }
   }
 }
 
-std::string ctx_of(Dtype t, Layout la, Layout lb) {
-  return dtype_name(t) + " a " + harness::layout_name(la) + " b " + harness::layout_name(lb);
-}
-
-void check_matmul(const Shape& sa, const Shape& sb, Dtype t, uint64_t seed = 1) {
-  auto va = random_cd(shape_size(sa), t, seed), vb = random_cd(shape_size(sb), t, seed + 7);
-  Shape want_shape;
-  auto want = ref_matmul(va, sa, vb, sb, &want_shape);
-  array out = matmul(make_input(va, sa, t, Layout::contiguous),
-                     make_input(vb, sb, t, Layout::contiguous));
-  std::string ctx = dtype_name(t) + " " + shape_str(sa) + " @ " + shape_str(sb);
-  EXPECT_EQ(out.shape(), want_shape) << ctx;
-  EXPECT_EQ(out.dtype(), t) << ctx;
-  expect_close(out, want, sa.back(), ctx);
-}
-
-}  // namespace
-
-// ---- matmul -------------------------------------------------------------------
-
-TEST(Matmul, EveryDtypeAndLayout) {
-  for (const auto& [sa, sb] : std::vector<std::pair<Shape, Shape>>{{{5, 7}, {7, 6}},
-                                                                   {{2, 5, 7}, {2, 7, 6}}}) {
-    for (Dtype t : matmul_types()) {
-      for (auto la : harness::all_layouts()) {
-        for (auto lb : harness::all_layouts()) {
-          auto va = random_cd(shape_size(sa), t, 3), vb = random_cd(shape_size(sb), t, 4);
-          if (la == Layout::broadcast) va = repeat_rows(va, sa);
-          if (lb == Layout::broadcast) vb = repeat_rows(vb, sb);
-          array out = matmul(make_input(va, sa, t, la), make_input(vb, sb, t, lb));
-          EXPECT_EQ(out.dtype(), t);
-          expect_close(out, ref_matmul(va, sa, vb, sb), sa.back(),
-                       ctx_of(t, la, lb) + " " + shape_str(sa));
-        }
+// Runs f(device, dtype, layout, context) over every device, float dtype and layout.
+template <class F>
+void sweep(F f) {
+  for (auto d : harness::devices()) {
+    for (Dtype t : float_types()) {
+      for (Layout l : layouts()) {
+        std::string ctx = std::string(d == Device::cpu ? "cpu" : "gpu") + " " + dtype_name(t) +
+                          " " + harness::layout_name(l);
+        SCOPED_TRACE(ctx);
+        f(d, t, l, ctx);
       }
     }
   }
 }
 
-TEST(Matmul, TransposedAndSlicedOperands) {
-  for (Dtype t : matmul_types()) {
-    // Stored (8, 10); operands are windows and transposes of it.
-    Shape big{8, 10};
-    auto vbig = random_cd(80, t, 11);
-    array m = make_input(vbig, big, t, Layout::contiguous);
-    auto window = [&](int r0, int r1, int rs, int c0, int c1, int cs, Shape* shape) {
-      std::vector<cd> v;
-      int rows = 0, cols = 0;
-      for (int r = r0; rs > 0 ? r < r1 : r > r1; r += rs, ++rows) {
-        cols = 0;
-        for (int c = c0; cs > 0 ? c < c1 : c > c1; c += cs, ++cols) v.push_back(vbig[r * 10 + c]);
+}  // namespace
+
+TEST(Linalg, QrReconstructsAndIsOrthogonal) {
+  sweep([](Device d, Dtype t, Layout l, const std::string& ctx) {
+    for (Shape s : std::vector<Shape>{{4, 4}, {2, 5, 3}, {3, 5}, {2, 2, 3, 3}}) {
+      const int m = s[s.size() - 2], n = s.back(), k = std::min(m, n);
+      const int64_t b = batch_of(s);
+      auto av = random_values(shape_size(s), 11);
+      array a = harness::with_layout(av, s, t, l);
+      auto [q, r] = linalg::qr(a, d);
+      Shape qs = s, rs = s;
+      qs.back() = k;
+      rs[s.size() - 2] = k;
+      EXPECT_EQ(q.shape(), qs) << ctx;
+      EXPECT_EQ(r.shape(), rs) << ctx;
+      EXPECT_EQ(q.dtype(), t);
+      auto qv = vals(q), rv = vals(r);
+      expect_near(host_matmul(qv, rv, b, m, k, n), av, tol(t), ctx + " Q R == A");
+      expect_near(host_matmul(host_transpose(qv, b, m, k), qv, b, k, m, k), host_eye(b, k), tol(t),
+                  ctx + " Q^T Q == I");
+      for (int64_t bi = 0; bi < b; ++bi) {
+        for (int i = 0; i < k; ++i) {
+          for (int j = 0; j < std::min(i, n); ++j) EXPECT_EQ(rv[bi * k * n + i * n + j], 0.0);
+        }
       }
-      *shape = {rows, cols};
-      return v;
-    };
-    auto transposed = [](const std::vector<cd>& v, const Shape& s) {
-      std::vector<cd> out(v.size());
-      for (int i = 0; i < s[0]; ++i)
-        for (int j = 0; j < s[1]; ++j) out[j * s[0] + i] = v[i * s[1] + j];
-      return out;
-    };
-    Shape sa, sb;
-    // Row window (lda 10) @ transposed row window (CblasTrans, lda 10).
-    auto va = window(1, 6, 1, 2, 9, 1, &sa);     // (5, 7)
-    auto vb0 = window(0, 3, 1, 1, 8, 1, &sb);    // (3, 7) -> b = its transpose (7, 3)
-    array a = slice(m, {1, 2}, {6, 9});
-    array b = transpose(slice(m, {0, 1}, {3, 8}));
-    auto vb = transposed(vb0, sb);
-    expect_close(matmul(a, b), ref_matmul(va, sa, vb, {sb[1], sb[0]}), 7,
-                 dtype_name(t) + " windows");
-    // Every other row (lda 20) @ the transpose of every other row.
-    va = window(0, 8, 2, 0, 10, 1, &sa);  // (4, 10)
-    vb0 = window(1, 8, 2, 0, 10, 1, &sb);  // (4, 10)
-    array a2 = slice(m, {0, 0}, {8, 10}, {2, 1});
-    array b2 = transpose(slice(m, {1, 0}, {8, 10}, {2, 1}));
-    expect_close(matmul(a2, b2), ref_matmul(va, sa, transposed(vb0, sb), {10, 4}), 10,
-                 dtype_name(t) + " row steps");
-    // Negative steps (copied).
-    va = window(7, -1, -1, 9, -1, -2, &sa);  // (8, 5)
-    array a3 = slice(m, {7, 9}, {-9, -11}, {-1, -2});
-    Shape s3;
-    auto vb3 = window(0, 5, 1, 0, 3, 1, &s3);  // (5, 3)
-    array b3 = slice(m, {0, 0}, {5, 3});
-    expect_close(matmul(a3, b3), ref_matmul(va, sa, vb3, s3), 5, dtype_name(t) + " negative");
-    // Column vectors and single rows of a transposed matrix.
-    array col = slice(m, {0, 4}, {7, 5});  // (7, 1), stride 10
-    Shape scol;
-    auto vcol = window(0, 7, 1, 4, 5, 1, &scol);
-    Shape srow;
-    auto vrow = window(2, 3, 1, 0, 7, 1, &srow);  // (1, 7)
-    array row = slice(m, {2, 0}, {3, 7});
-    expect_close(matmul(row, col), ref_matmul(vrow, srow, vcol, scol), 7,
-                 dtype_name(t) + " row @ column");
-    expect_close(matmul(col, row), ref_matmul(vcol, scol, vrow, srow), 1,
-                 dtype_name(t) + " column @ row");
+    }
+  });
+}
+
+TEST(Linalg, SvdReconstructsWithOrthogonalFactors) {
+  sweep([](Device d, Dtype t, Layout l, const std::string& ctx) {
+    for (Shape s : std::vector<Shape>{{4, 4}, {2, 5, 3}, {3, 5}}) {
+      const int m = s[s.size() - 2], n = s.back(), k = std::min(m, n);
+      const int64_t b = batch_of(s);
+      auto av = random_values(shape_size(s), 12);
+      array a = harness::with_layout(av, s, t, l);
+      auto usv = linalg::svd(a, d);
+      ASSERT_EQ(usv.size(), 3u);
+      auto u = vals(usv[0]), sv = vals(usv[1]), vt = vals(usv[2]);
+      ASSERT_EQ(u.size(), size_t(b * m * m));
+      ASSERT_EQ(sv.size(), size_t(b * k));
+      ASSERT_EQ(vt.size(), size_t(b * n * n));
+      // U[:, :k] diag(S) Vt[:k] == A.
+      std::vector<double> us(b * m * k), vk(b * k * n);
+      for (int64_t bi = 0; bi < b; ++bi) {
+        for (int i = 0; i < m; ++i) {
+          for (int j = 0; j < k; ++j) us[bi * m * k + i * k + j] = u[bi * m * m + i * m + j] * sv[bi * k + j];
+        }
+        for (int i = 0; i < k; ++i) {
+          for (int j = 0; j < n; ++j) vk[bi * k * n + i * n + j] = vt[bi * n * n + i * n + j];
+        }
+        for (int i = 0; i + 1 < k; ++i) EXPECT_GE(sv[bi * k + i], sv[bi * k + i + 1]) << ctx;
+        for (int i = 0; i < k; ++i) EXPECT_GE(sv[bi * k + i], 0.0) << ctx;
+      }
+      expect_near(host_matmul(us, vk, b, m, k, n), av, tol(t), ctx + " U S Vt == A");
+      expect_near(host_matmul(host_transpose(u, b, m, m), u, b, m, m, m), host_eye(b, m), tol(t),
+                  ctx + " U^T U == I");
+      expect_near(host_matmul(vt, host_transpose(vt, b, n, n), b, n, n, n), host_eye(b, n), tol(t),
+                  ctx + " Vt Vt^T == I");
+      auto only = linalg::svd(a, false, d);
+      ASSERT_EQ(only.size(), 1u);
+      expect_near(vals(only[0]), sv, tol(t), ctx + " S without U, V");
+    }
+  });
+}
+
+TEST(Linalg, SvdOfAKnownMatrix) {
+  for (auto d : harness::devices()) {
+    // [[3, 0], [4, 5]] has singular values sqrt(45) and sqrt(5).
+    array a = array({3.0, 0.0, 4.0, 5.0}, {2, 2}, float64);
+    expect_near(vals(linalg::svd(a, false, d)[0]), {std::sqrt(45.0), std::sqrt(5.0)}, 1e-12, "svd");
   }
 }
 
-TEST(Matmul, BroadcastBatches) {
-  for (Dtype t : {float32, float16, complex64}) {
-    check_matmul({2, 1, 3, 4}, {5, 4, 2}, t);
-    check_matmul({3, 4}, {2, 4, 5}, t);
-    check_matmul({2, 3, 4}, {4, 5}, t);
-    check_matmul({1, 3, 4}, {6, 4, 2}, t);
+TEST(Linalg, InvTimesAIsIdentity) {
+  sweep([](Device d, Dtype t, Layout l, const std::string& ctx) {
+    for (Shape s : std::vector<Shape>{{1, 1}, {5, 5}, {3, 4, 4}}) {
+      const int n = s.back();
+      const int64_t b = batch_of(s);
+      auto av = conditioned(s, 13);
+      array x = linalg::inv(harness::with_layout(av, s, t, l), d);
+      EXPECT_EQ(x.shape(), s);
+      EXPECT_EQ(x.dtype(), t);
+      expect_near(host_matmul(av, vals(x), b, n, n, n), host_eye(b, n), tol(t), ctx + " A inv(A)");
+    }
+  });
+  for (auto d : harness::devices()) {
+    expect_near(vals(linalg::inv(array({4.0, 7.0, 2.0, 6.0}, {2, 2}, float64), d)),
+                {0.6, -0.7, -0.2, 0.4}, 1e-12, "inv by hand");
   }
-  // A batch axis broadcast inside the operand (stride 0).
-  auto va = random_cd(12, float32, 5), vb = random_cd(8, float32, 6);
-  array a = broadcast_to(make_input(va, {3, 4}, float32, Layout::contiguous), {3, 3, 4});
-  array b = make_input(random_cd(24, float32, 6), {3, 4, 2}, float32, Layout::contiguous);
-  std::vector<cd> a_full;
-  for (int i = 0; i < 3; ++i) a_full.insert(a_full.end(), va.begin(), va.end());
-  expect_close(matmul(a, b), ref_matmul(a_full, {3, 3, 4}, random_cd(24, float32, 6), {3, 4, 2}),
-               4, "stride-0 batch");
-  // A transposed 3-D operand whose batch axis is not outermost in memory.
-  auto vt = random_cd(24, float64, 9);
-  array stored = make_input(vt, {4, 2, 3}, float64, Layout::contiguous);  // (K, batch, M)
-  array at = transpose(stored, {1, 2, 0});                                // (batch, M, K)
-  std::vector<cd> vat(24);
-  for (int k = 0; k < 4; ++k)
-    for (int bt = 0; bt < 2; ++bt)
-      for (int i = 0; i < 3; ++i) vat[(bt * 3 + i) * 4 + k] = vt[(k * 2 + bt) * 3 + i];
-  auto vb2 = random_cd(20, float64, 10);
-  expect_close(matmul(at, make_input(vb2, {4, 5}, float64, Layout::contiguous)),
-               ref_matmul(vat, {2, 3, 4}, vb2, {4, 5}), 4, "permuted batch");
 }
 
-TEST(Matmul, VectorOperands) {
-  for (Dtype t : {float32, float64, bfloat16, complex64}) {
-    check_matmul({4}, {4, 5}, t);
-    check_matmul({3, 4}, {4}, t);
-    check_matmul({4}, {4}, t);
-    check_matmul({2, 3, 4}, {4}, t);
-    check_matmul({4}, {2, 4, 5}, t);
-  }
-  EXPECT_EQ(matmul(array({1.f, 2.f}), array({3.f, 4.f})).item<float>(), 11.f);
-  // A strided vector.
-  array v = slice(array({1.f, 9.f, 2.f, 9.f}), {0}, {4}, {2});
-  expect_close(matmul(v, array({1.f, 0.f, 0.f, 1.f}, {2, 2})), {1, 2}, 2, "strided vector");
+TEST(Linalg, TriInvReadsOneTriangle) {
+  sweep([](Device d, Dtype t, Layout l, const std::string& ctx) {
+    Shape s{2, 4, 4};
+    const int n = 4;
+    for (bool upper : {false, true}) {
+      auto av = fill_triangle(conditioned(s, 14), 2, n, !upper, 0.0);
+      auto noisy = fill_triangle(av, 2, n, !upper, 99.0);
+      array x = linalg::tri_inv(harness::with_layout(noisy, s, t, l), upper, d);
+      auto xv = vals(x);
+      expect_near(host_matmul(av, xv, 2, n, n, n), host_eye(2, n), tol(t), ctx + " tri_inv");
+      expect_near(xv, fill_triangle(xv, 2, n, !upper, 0.0), 0, ctx + " triangular result");
+    }
+  });
 }
 
-TEST(Matmul, EmptyDimensions) {
-  array a = zeros({0, 4});
-  EXPECT_EQ(matmul(a, ones({4, 5})).shape(), (Shape{0, 5}));
-  EXPECT_EQ(matmul(ones({3, 4}), zeros({4, 0})).shape(), (Shape{3, 0}));
-  EXPECT_EQ(matmul(zeros({0, 3, 4}), ones({4, 5})).shape(), (Shape{0, 3, 5}));
-  for (Dtype t : matmul_types()) {
-    array k0 = matmul(ones({3, 0}, t), ones({0, 5}, t));
-    EXPECT_EQ(k0.shape(), (Shape{3, 5}));
-    EXPECT_EQ(k0.dtype(), t);
-    expect_close(k0, std::vector<cd>(15, 0), 0, "K = 0 " + dtype_name(t));
-  }
-  expect_close(matmul(zeros({0}), zeros({0})), {0}, 0, "empty vectors");
+TEST(Linalg, SolveRecoversX) {
+  sweep([](Device d, Dtype t, Layout l, const std::string& ctx) {
+    const int n = 5;
+    Shape sa{3, n, n};
+    auto av = conditioned(sa, 15);
+    array a = harness::with_layout(av, sa, t, l);
+    // Matrix right-hand sides.
+    auto xv = random_values(3 * n * 2, 16);
+    auto bv = host_matmul(av, xv, 3, n, n, 2);
+    array x = linalg::solve(a, harness::with_layout(bv, {3, n, 2}, t, l), d);
+    EXPECT_EQ(x.shape(), (Shape{3, n, 2}));
+    expect_near(vals(x), xv, tol(t) * 10, ctx + " solve matrix");
+    // One vector against a batch of matrices (broadcast).
+    Shape s2{n, n};
+    auto a2 = conditioned(s2, 17);
+    auto x2 = random_values(n, 18);
+    auto b2 = host_matmul(a2, x2, 1, n, n, 1);
+    array y = linalg::solve(harness::with_layout(a2, s2, t, l), harness::from_doubles(b2, {n}, t), d);
+    EXPECT_EQ(y.shape(), (Shape{n}));
+    expect_near(vals(y), x2, tol(t) * 10, ctx + " solve vector");
+    // Batched a with one shared b.
+    array z = linalg::solve(a, harness::from_doubles(random_values(n * 1, 19), {n, 1}, t), d);
+    EXPECT_EQ(z.shape(), (Shape{3, n, 1}));
+    auto zb = host_matmul(av, vals(z), 3, n, n, 1);
+    auto b1 = random_values(n, 19);
+    for (int bi = 0; bi < 3; ++bi) {
+      expect_near(std::vector<double>(zb.begin() + bi * n, zb.begin() + (bi + 1) * n), b1,
+                  tol(t) * 10, ctx + " solve broadcast");
+    }
+  });
 }
 
-TEST(Matmul, PromotesToTheResultDtype) {
-  auto va = random_cd(6, float16, 1), vb = random_cd(6, float16, 2);
-  array a16 = make_input(va, {2, 3}, float16, Layout::contiguous);
-  array b32 = make_input(vb, {3, 2}, float32, Layout::contiguous);
-  EXPECT_EQ(matmul(a16, b32).dtype(), float32);
-  expect_close(matmul(a16, b32), ref_matmul(va, {2, 3}, vb, {3, 2}), 3, "f16 @ f32");
-  EXPECT_EQ(matmul(astype(a16, bfloat16), astype(b32, float16)).dtype(), float32);
-  EXPECT_EQ(matmul(astype(a16, float32), astype(b32, float64)).dtype(), float64);
-  array ai = array({1, 2, 3, 4, 5, 6}, {2, 3});
-  EXPECT_EQ(matmul(ai, b32).dtype(), float32);
-  expect_close(matmul(ai, b32), ref_matmul({1, 2, 3, 4, 5, 6}, {2, 3}, vb, {3, 2}), 3,
-               "int32 @ f32");
-  EXPECT_EQ(matmul(a16, astype(b32, complex64)).dtype(), complex64);
+TEST(Linalg, SolveTriangular) {
+  sweep([](Device d, Dtype t, Layout l, const std::string& ctx) {
+    const int n = 4;
+    for (bool upper : {false, true}) {
+      auto av = fill_triangle(conditioned({n, n}, 20), 1, n, !upper, 0.0);
+      auto xv = random_values(n * 3, 21);
+      auto bv = host_matmul(av, xv, 1, n, n, 3);
+      array x = linalg::solve_triangular(harness::with_layout(av, {n, n}, t, l),
+                                         harness::from_doubles(bv, {n, 3}, t), upper, d);
+      expect_near(vals(x), xv, tol(t) * 10, ctx + " solve_triangular");
+    }
+  });
 }
 
-TEST(Matmul, LargerProducts) {
-  for (Dtype t : {float32, float64, float16}) {
-    check_matmul({64, 128}, {128, 33}, t, 21);
-    check_matmul({3, 17, 40}, {40, 9}, t, 22);
-  }
-  check_matmul({40, 64}, {64, 24}, complex64, 23);
+TEST(Linalg, CholeskyFactors) {
+  sweep([](Device d, Dtype t, Layout l, const std::string& ctx) {
+    Shape s{2, 5, 5};
+    const int n = 5;
+    auto av = spd(s, 22);
+    for (bool upper : {false, true}) {
+      // The triangle that is not read holds garbage.
+      auto noisy = fill_triangle(av, 2, n, !upper, 7.0);
+      array f = linalg::cholesky(harness::with_layout(noisy, s, t, l), upper, d);
+      auto fv = vals(f);
+      auto ft = host_transpose(fv, 2, n, n);
+      auto prod = upper ? host_matmul(ft, fv, 2, n, n, n) : host_matmul(fv, ft, 2, n, n, n);
+      expect_near(prod, av, tol(t), ctx + (upper ? " U^T U == A" : " L L^T == A"));
+      expect_near(fv, fill_triangle(fv, 2, n, !upper, 0.0), 0, ctx + " triangular factor");
+      // cholesky_inv(factor) is inv(A).
+      array ci = linalg::cholesky_inv(f, upper, d);
+      expect_near(host_matmul(av, vals(ci), 2, n, n, n), host_eye(2, n), tol(t), ctx + " cholesky_inv");
+    }
+  });
 }
 
-TEST(Matmul, Errors) {
-  array f({1.f, 2.f, 3.f, 4.f, 5.f, 6.f}, {2, 3});
-  EXPECT_THROW(matmul(array(1.f), f), std::invalid_argument);
-  EXPECT_THROW(matmul(f, array(1.f)), std::invalid_argument);
-  try {
-    matmul(array({1, 2, 3, 4}, {2, 2}), array({1, 2, 3, 4}, {2, 2}));
-    ADD_FAILURE() << "integer matmul did not throw";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("int32"), std::string::npos) << e.what();
-    EXPECT_EQ(std::string(e.what()).rfind("[matmul]", 0), 0u) << e.what();
-  }
-  EXPECT_THROW(matmul(array({true, false}), array({true, false})), std::invalid_argument);
-  EXPECT_NO_THROW(matmul(array({1, 2}, uint8), array({1.f, 2.f})));
-  try {
-    matmul(zeros({2, 3}), zeros({4, 5}));
-    ADD_FAILURE() << "inner dimension mismatch did not throw";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_STREQ(e.what(),
-                 "[matmul] last dimension of a (2,3) must match the second-to-last of b (4,5)");
-  }
-  EXPECT_THROW(matmul(zeros({3}), zeros({4})), std::invalid_argument);
-  EXPECT_THROW(matmul(zeros({2, 3, 4}), zeros({3, 4, 5})), std::invalid_argument);
-  EXPECT_THROW(matmul(zeros({2, 3, 4}), zeros({3})), std::invalid_argument);
+TEST(Linalg, LuReconstructsWithPermutation) {
+  sweep([](Device d, Dtype t, Layout l, const std::string& ctx) {
+    for (Shape s : std::vector<Shape>{{5, 5}, {2, 4, 4}, {4, 3}, {3, 5}}) {
+      const int m = s[s.size() - 2], n = s.back(), k = std::min(m, n);
+      const int64_t b = batch_of(s);
+      auto av = random_values(shape_size(s), 23);
+      auto plu = linalg::lu(harness::with_layout(av, s, t, l), d);
+      ASSERT_EQ(plu.size(), 3u);
+      EXPECT_EQ(plu[0].dtype(), uint32);
+      auto p = vals(plu[0]), lv = vals(plu[1]), uv = vals(plu[2]);
+      ASSERT_EQ(lv.size(), size_t(b * m * k));
+      ASSERT_EQ(uv.size(), size_t(b * k * n));
+      auto prod = host_matmul(lv, uv, b, m, k, n);
+      // A == L[p] @ U: row i of A is row p[i] of L U.
+      std::vector<double> permuted(prod.size());
+      for (int64_t bi = 0; bi < b; ++bi) {
+        std::vector<bool> seen(m, false);
+        for (int i = 0; i < m; ++i) {
+          int pi = static_cast<int>(p[bi * m + i]);
+          ASSERT_TRUE(pi >= 0 && pi < m && !seen[pi]) << ctx << ": p is not a permutation";
+          seen[pi] = true;
+          for (int j = 0; j < n; ++j) permuted[bi * m * n + i * n + j] = prod[bi * m * n + pi * n + j];
+        }
+        for (int i = 0; i < m; ++i) {
+          for (int j = 0; j < k; ++j) {
+            double want = i == j ? 1.0 : (j > i ? 0.0 : lv[bi * m * k + i * k + j]);
+            EXPECT_EQ(lv[bi * m * k + i * k + j], want) << ctx << " L unit lower";
+            if (i < k && j < i && j < n) EXPECT_EQ(uv[bi * k * n + i * n + j], 0.0) << ctx;
+          }
+        }
+      }
+      expect_near(permuted, av, tol(t), ctx + " L[p] U == A");
+      // lu_factor: the compact factors hold the same L and U.
+      auto [f, piv] = linalg::lu_factor(harness::with_layout(av, s, t, l), d);
+      EXPECT_EQ(f.shape(), s);
+      auto fv = vals(f);
+      for (int64_t bi = 0; bi < b; ++bi) {
+        for (int i = 0; i < k; ++i) {
+          for (int j = i; j < n; ++j) EXPECT_EQ(fv[bi * m * n + i * n + j], uv[bi * k * n + i * n + j]);
+        }
+      }
+      for (double pv : vals(piv)) EXPECT_TRUE(pv >= 0 && pv < m);
+    }
+  });
 }
-
-// ---- integer and bool products ---------------------------------------------------
-//
-// matmul takes inexact dtypes only; integer and bool products reach the Matmul
-// primitive through outer and inner, as 2-D products. The tests below build
-// the primitive directly, to check its kernels on batches, broadcast batches
-// and every layout.
 
 namespace {
-
-std::vector<Dtype> exact_types() {
-  auto v = harness::int_types();
-  v.push_back(bool_);
-  return v;
-}
-
-// Matmul on a and b broadcast to their common batch shape and cast to t, as
-// matmul prepares its operands, on device d.
-array matmul_primitive(const array& a, const array& b, Dtype t, Device d) {
-  const int na = static_cast<int>(a.ndim()), nb = static_cast<int>(b.ndim());
-  Shape batch = broadcast_shapes(Shape(a.shape().begin(), a.shape().end() - 2),
-                                 Shape(b.shape().begin(), b.shape().end() - 2));
-  Shape sa = batch, sb = batch, shape = batch;
-  sa.insert(sa.end(), {a.shape(na - 2), a.shape(na - 1)});
-  sb.insert(sb.end(), {b.shape(nb - 2), b.shape(nb - 1)});
-  shape.insert(shape.end(), {a.shape(na - 2), b.shape(nb - 1)});
-  return array(shape, t, std::make_shared<Matmul>(to_stream(d)),
-               {broadcast_to(astype(a, t, d), sa, d), broadcast_to(astype(b, t, d), sb, d)});
-}
-
-// n values of t, exact in float64. Sums of 8- and 16-bit and of unsigned
-// products wrap around; int32 and int64 values stay small enough that the CPU's
-// loop has no signed overflow (undefined in C++) for K <= 70.
-std::vector<double> exact_values(size_t n, Dtype t, uint64_t seed) {
-  const double hi = t == bool_    ? 1
-                    : t == int8   ? 127
-                    : t == uint8  ? 255
-                    : t == int16  ? 32767
-                    : t == uint16 ? 46340  // products fit the int they are promoted to
-                    : t == int32  ? 0x1p12
-                    : t == int64  ? 0x1p26
-                    : t == uint32 ? 0x1p32 - 1
-                                  : 0x1p40;
-  return harness::random_values(n, t, is_signed_integer(t) ? -hi : 0, hi, seed);
-}
-
-std::vector<uint64_t> to_bits(const std::vector<double>& v) {
-  std::vector<uint64_t> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = static_cast<uint64_t>(static_cast<int64_t>(v[i]));
-  return out;
-}
-
-// A sum of products modulo 2^64 as the dtype t holds it, widened to int64:
-// integers wrap to t's width, bool is "any term nonzero".
-int64_t wrap_to(uint64_t v, Dtype t) {
-  if (t == bool_) return v != 0;
-  const int bits = 8 * t.size;
-  if (bits < 64) {
-    const uint64_t mask = (uint64_t(1) << bits) - 1;
-    v &= mask;
-    if (is_signed_integer(t) && (v >> (bits - 1)) != 0) v |= ~mask;
-  }
-  return static_cast<int64_t>(v);
-}
-
-// EXPECTs got (an integer or bool array) == want exactly.
-void expect_exact(const array& got, const std::vector<uint64_t>& want, const std::string& ctx) {
-  array wide = copy(astype(got, int64));
-  eval(wide);
-  ASSERT_EQ(wide.size(), want.size()) << ctx;
-  const int64_t* g = wide.data<int64_t>();
-  int failures = 0;
-  for (size_t i = 0; i < want.size() && failures < 5; ++i) {
-    const int64_t w = wrap_to(want[i], got.dtype());
-    if (g[i] != w) {
-      ADD_FAILURE() << ctx << ": element " << i << " is " << g[i] << ", expected " << w;
-      ++failures;
+// Determinant by Gaussian elimination with partial pivoting, in float64.
+double host_det(std::vector<double> a, int n) {
+  double det = 1;
+  for (int c = 0; c < n; ++c) {
+    int p = c;
+    for (int r = c + 1; r < n; ++r) {
+      if (std::abs(a[r * n + c]) > std::abs(a[p * n + c])) p = r;
+    }
+    if (a[p * n + c] == 0) return 0;
+    if (p != c) {
+      for (int j = 0; j < n; ++j) std::swap(a[p * n + j], a[c * n + j]);
+      det = -det;
+    }
+    det *= a[c * n + c];
+    for (int r = c + 1; r < n; ++r) {
+      double f = a[r * n + c] / a[c * n + c];
+      for (int j = c; j < n; ++j) a[r * n + j] -= f * a[c * n + j];
     }
   }
+  return det;
 }
-
-void check_exact_matmul(const Shape& sa, const Shape& sb, Dtype t, Layout la, Layout lb,
-                        Device d, uint64_t seed) {
-  auto va = exact_values(shape_size(sa), t, seed), vb = exact_values(shape_size(sb), t, seed + 7);
-  if (la == Layout::broadcast) va = repeat_rows(va, sa);
-  if (lb == Layout::broadcast) vb = repeat_rows(vb, sb);
-  Shape want_shape;
-  auto want = ref_matmul(to_bits(va), sa, to_bits(vb), sb, &want_shape);
-  array out = matmul_primitive(harness::with_layout(va, sa, t, la),
-                               harness::with_layout(vb, sb, t, lb), t, d);
-  std::string ctx = dtype_name(t) + " " + shape_str(sa) + " @ " + shape_str(sb) + " a " +
-                    harness::layout_name(la) + " b " + harness::layout_name(lb) +
-                    (d == Device::gpu ? " on gpu" : " on cpu");
-  EXPECT_EQ(out.shape(), want_shape) << ctx;
-  EXPECT_EQ(out.dtype(), t) << ctx;
-  expect_exact(out, want, ctx);
-}
-
 }  // namespace
 
-TEST(Matmul, IntegerAndBoolOnEveryLayoutAndDevice) {
-  const std::vector<std::pair<Shape, Shape>> shapes{
-      {{37, 45}, {45, 33}},         // off the tile grid, two steps over K
-      {{3, 37, 45}, {1, 45, 33}},   // b broadcast over the batch
-      {{2, 1, 5, 4}, {3, 4, 6}},    // both broadcast
-      {{1, 70}, {70, 1}},           // a dot product
-      {{70, 1}, {1, 3}}};           // an outer product
-  for (Device d : harness::devices()) {
-    for (Dtype t : exact_types()) {
-      for (const auto& [sa, sb] : shapes) {
-        for (auto la : harness::all_layouts()) {
-          for (auto lb : harness::all_layouts()) check_exact_matmul(sa, sb, t, la, lb, d, 11);
-        }
+TEST(Linalg, DetAndSlogdet) {
+  sweep([](Device d, Dtype t, Layout l, const std::string& ctx) {
+    Shape s{3, 4, 4};
+    auto av = random_values(shape_size(s), 24, -2, 2);
+    array a = harness::with_layout(av, s, t, l);
+    std::vector<double> want;
+    for (int b = 0; b < 3; ++b) want.push_back(host_det({av.begin() + b * 16, av.begin() + (b + 1) * 16}, 4));
+    expect_near(vals(linalg::det(a, d)), want, tol(t) * 10, ctx + " det");
+    auto [sg, la] = linalg::slogdet(a, d);
+    auto sv = vals(sg), lv = vals(la);
+    for (int b = 0; b < 3; ++b) {
+      EXPECT_EQ(sv[b], want[b] > 0 ? 1.0 : -1.0) << ctx;
+      EXPECT_NEAR(lv[b], std::log(std::abs(want[b])), tol(t) * 10) << ctx;
+    }
+  });
+  for (auto d : harness::devices()) {
+    // By hand: det [[1, 2], [3, 4]] = -2; a row swap and a permutation matrix.
+    EXPECT_NEAR(linalg::det(array({1.0, 2.0, 3.0, 4.0}, {2, 2}, float64), d).item<double>(), -2, 1e-12);
+    EXPECT_NEAR(linalg::det(array({0.f, 1.f, 0.f, 0.f, 0.f, 1.f, 1.f, 0.f, 0.f}, {3, 3}), d).item<float>(),
+                1, 1e-6);
+    EXPECT_NEAR(linalg::det(array({2.0, 0.0, 0.0, 0.0, 3.0, 0.0, 0.0, 0.0, -4.0}, {3, 3}, float64), d)
+                    .item<double>(),
+                -24, 1e-12);
+    // Singular: det 0, slogdet (0, -inf).
+    array sing = array({1.0, 2.0, 2.0, 4.0}, {2, 2}, float64);
+    EXPECT_EQ(linalg::det(sing, d).item<double>(), 0.0);
+    auto [sg, la] = linalg::slogdet(sing, d);
+    EXPECT_EQ(sg.item<double>(), 0.0);
+    EXPECT_EQ(la.item<double>(), -kInf);
+    // The determinant of a 0 x 0 matrix is 1.
+    EXPECT_EQ(linalg::det(zeros({0, 0}, float32), d).item<float>(), 1.f);
+  }
+}
+
+TEST(Linalg, EighDiagonalizes) {
+  sweep([](Device d, Dtype t, Layout l, const std::string& ctx) {
+    Shape s{2, 5, 5};
+    const int n = 5;
+    auto sym = random_values(shape_size(s), 25);
+    for (int b = 0; b < 2; ++b) {
+      for (int i = 0; i < n; ++i) {
+        for (int j = 0; j < i; ++j) sym[b * 25 + j * n + i] = sym[b * 25 + i * n + j];
       }
     }
-  }
-}
-
-TEST(Matmul, IntegerAndBoolEmptyAndManyTiles) {
-  for (Device d : harness::devices()) {
-    for (Dtype t : exact_types()) {
-      // K = 0 gives zeros (false); M = 0 or N = 0 an empty result.
-      check_exact_matmul({3, 0}, {0, 4}, t, Layout::contiguous, Layout::contiguous, d, 1);
-      check_exact_matmul({2, 0, 3}, {3, 4}, t, Layout::contiguous, Layout::contiguous, d, 2);
-      check_exact_matmul({2, 3}, {3, 0}, t, Layout::contiguous, Layout::contiguous, d, 3);
+    for (std::string uplo : {"L", "U"}) {
+      auto noisy = fill_triangle(sym, 2, n, uplo == "L", 5.0);
+      auto [w, v] = linalg::eigh(harness::with_layout(noisy, s, t, l), uplo, d);
+      auto wv = vals(w), vv = vals(v);
+      std::vector<double> vw(vv.size());
+      for (int b = 0; b < 2; ++b) {
+        for (int i = 0; i < n; ++i) {
+          for (int j = 0; j < n; ++j) vw[b * 25 + i * n + j] = vv[b * 25 + i * n + j] * wv[b * n + j];
+        }
+        for (int j = 0; j + 1 < n; ++j) EXPECT_LE(wv[b * n + j], wv[b * n + j + 1]) << ctx;
+      }
+      expect_near(host_matmul(sym, vv, 2, n, n, n), vw, tol(t), ctx + " A V == V diag(w) " + uplo);
+      expect_near(host_matmul(host_transpose(vv, 2, n, n), vv, 2, n, n, n), host_eye(2, n), tol(t),
+                  ctx + " V^T V == I");
+      expect_near(vals(linalg::eigvalsh(harness::with_layout(noisy, s, t, l), uplo, d)), wv, tol(t),
+                  ctx + " eigvalsh");
     }
-    // More output tiles than blocks in one launch.
-    check_exact_matmul({6, 1000, 3}, {3, 1000}, int16, Layout::contiguous, Layout::transposed, d,
-                       4);
+  });
+  for (auto d : harness::devices()) {
+    // [[2, 1], [1, 2]] has eigenvalues 1 and 3.
+    expect_near(vals(linalg::eigvalsh(array({2.0, 1.0, 1.0, 2.0}, {2, 2}, float64), "L", d)), {1, 3},
+                1e-12, "eigvalsh by hand");
   }
 }
 
-// ---- addmm ----------------------------------------------------------------------
+TEST(Linalg, EigOfGeneralMatrices) {
+  for (Dtype t : float_types()) {
+    for (Layout l : layouts()) {
+      SCOPED_TRACE(dtype_name(t) + " " + harness::layout_name(l));
+      Shape s{2, 4, 4};
+      const int n = 4;
+      auto av = random_values(shape_size(s), 26);
+      auto [w, v] = linalg::eig(harness::with_layout(av, s, t, l), Device::cpu);
+      EXPECT_EQ(w.dtype(), complex64);
+      EXPECT_EQ(v.shape(), s);
+      auto wc = harness::to_complex(w), vc = harness::to_complex(v);
+      for (int b = 0; b < 2; ++b) {
+        for (int i = 0; i < n; ++i) {
+          for (int j = 0; j < n; ++j) {
+            std::complex<double> av_ij = 0;
+            for (int k = 0; k < n; ++k) av_ij += av[b * 16 + i * n + k] * vc[b * 16 + k * n + j];
+            std::complex<double> want = vc[b * 16 + i * n + j] * wc[b * n + j];
+            EXPECT_NEAR(std::abs(av_ij - want), 0.0, 1e-4) << "A v_j == w_j v_j";
+          }
+        }
+      }
+      auto only = harness::to_complex(linalg::eigvals(harness::with_layout(av, s, t, l), Device::cpu));
+      for (size_t i = 0; i < only.size(); ++i) EXPECT_NEAR(std::abs(only[i] - wc[i]), 0.0, 1e-5);
+    }
+  }
+  // A rotation by 90 degrees: eigenvalues +i and -i.
+  auto w = harness::to_complex(linalg::eigvals(array({0.f, -1.f, 1.f, 0.f}, {2, 2}), Device::cpu));
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_NEAR(std::abs(w[0] - std::complex<double>(0, 1)) * std::abs(w[0] - std::complex<double>(0, -1)), 0, 1e-6);
+  EXPECT_NEAR(std::abs(w[0] + w[1]), 0, 1e-6);
+  if (is_available(Device::gpu)) {
+    EXPECT_THROW(linalg::eig(array({1.f, 2.f, 3.f, 4.f}, {2, 2}), Device::gpu), std::invalid_argument);
+  }
+}
 
-TEST(Addmm, EveryDtypeAndLayout) {
-  Shape sa{3, 4}, sb{4, 5}, sc{3, 5};
-  for (Dtype t : matmul_types()) {
-    for (auto lc : harness::all_layouts()) {
-      auto va = random_cd(12, t, 1), vb = random_cd(20, t, 2), vc = random_cd(15, t, 3);
-      if (lc == Layout::broadcast) vc = repeat_rows(vc, sc);
-      auto prod = ref_matmul(va, sa, vb, sb);
-      std::vector<cd> want(15);
-      for (int i = 0; i < 15; ++i) want[i] = 2.0 * prod[i] + 0.5 * vc[i];
-      array out = addmm(make_input(vc, sc, t, lc), make_input(va, sa, t, Layout::transposed),
-                        make_input(vb, sb, t, Layout::strided), 2.f, 0.5f);
-      EXPECT_EQ(out.dtype(), t);
-      EXPECT_EQ(out.shape(), sc);
-      expect_close(out, want, 5, "addmm " + dtype_name(t) + " c " + harness::layout_name(lc));
+namespace {
+// Singular values of a 2 x 2 matrix from the eigenvalues of A^T A.
+std::pair<double, double> singular_2x2(const double* a) {
+  double p = a[0] * a[0] + a[2] * a[2], q = a[0] * a[1] + a[2] * a[3], r = a[1] * a[1] + a[3] * a[3];
+  double mean = (p + r) / 2, rad = std::sqrt((p - r) * (p - r) / 4 + q * q);
+  return {std::sqrt(mean + rad), std::sqrt(std::max(mean - rad, 0.0))};
+}
+}  // namespace
+
+TEST(Linalg, NormsMatchFloat64References) {
+  sweep([](Device d, Dtype t, Layout l, const std::string& ctx) {
+    // Vector norms along axis 1 of a (3, 5) array.
+    auto xv = random_values(15, 27, -2, 2);
+    xv[3] = 0;
+    array x = harness::with_layout(xv, {3, 5}, t, l);
+    for (double ord : {0.0, 1.0, 2.0, 3.0, 0.5, -1.0, kInf, -kInf}) {
+      std::vector<double> want;
+      for (int i = 0; i < 3; ++i) {
+        double acc = ord == kInf ? 0 : (ord == -kInf ? kInf : 0);
+        for (int j = 0; j < 5; ++j) {
+          double e = std::abs(xv[i * 5 + j]);
+          if (ord == 0) acc += e != 0;
+          else if (ord == kInf) acc = std::max(acc, e);
+          else if (ord == -kInf) acc = std::min(acc, e);
+          else acc += std::pow(e, ord);
+        }
+        if (ord != 0 && std::isfinite(ord)) acc = std::pow(acc, 1 / ord);
+        want.push_back(acc);
+      }
+      array got = linalg::norm(x, ord, 1, false, d);
+      EXPECT_EQ(got.shape(), (Shape{3}));
+      expect_near(vals(got), want, tol(t) * 10, ctx + " vector ord " + std::to_string(ord));
+    }
+    // No ord: the 2-norm of the flattened array; keepdims keeps its rank.
+    double all = 0;
+    for (double e : xv) all += e * e;
+    array n2 = linalg::norm(x, std::nullopt, true, d);
+    EXPECT_EQ(n2.shape(), (Shape{1, 1}));
+    expect_near(vals(n2), {std::sqrt(all)}, tol(t), ctx + " 2-norm of all");
+    // Matrix norms over axes (1, 2) of a batch of 2 x 2 matrices.
+    auto mv = random_values(3 * 4, 28, -2, 2);
+    array m = harness::with_layout(mv, {3, 2, 2}, t, l);
+    auto per = [&](auto f) {
+      std::vector<double> r;
+      for (int b = 0; b < 3; ++b) r.push_back(f(mv.data() + 4 * b));
+      return r;
+    };
+    auto a_ = [](const double* p, int i, int j) { return std::abs(p[i * 2 + j]); };
+    std::vector<int> ax{1, 2};
+    expect_near(vals(linalg::norm(m, 1.0, ax, false, d)),
+                per([&](const double* p) { return std::max(a_(p, 0, 0) + a_(p, 1, 0), a_(p, 0, 1) + a_(p, 1, 1)); }),
+                tol(t), ctx + " ord 1");
+    expect_near(vals(linalg::norm(m, -1.0, ax, false, d)),
+                per([&](const double* p) { return std::min(a_(p, 0, 0) + a_(p, 1, 0), a_(p, 0, 1) + a_(p, 1, 1)); }),
+                tol(t), ctx + " ord -1");
+    expect_near(vals(linalg::norm(m, kInf, ax, false, d)),
+                per([&](const double* p) { return std::max(a_(p, 0, 0) + a_(p, 0, 1), a_(p, 1, 0) + a_(p, 1, 1)); }),
+                tol(t), ctx + " ord inf");
+    expect_near(vals(linalg::norm(m, -kInf, ax, false, d)),
+                per([&](const double* p) { return std::min(a_(p, 0, 0) + a_(p, 0, 1), a_(p, 1, 0) + a_(p, 1, 1)); }),
+                tol(t), ctx + " ord -inf");
+    expect_near(vals(linalg::norm(m, "fro", ax, false, d)),
+                per([](const double* p) { return std::sqrt(p[0] * p[0] + p[1] * p[1] + p[2] * p[2] + p[3] * p[3]); }),
+                tol(t), ctx + " fro");
+    expect_near(vals(linalg::norm(m, 2.0, ax, false, d)),
+                per([](const double* p) { return singular_2x2(p).first; }), tol(t), ctx + " ord 2");
+    expect_near(vals(linalg::norm(m, -2.0, ax, false, d)),
+                per([](const double* p) { return singular_2x2(p).second; }), tol(t), ctx + " ord -2");
+    expect_near(vals(linalg::norm(m, "nuc", ax, false, d)),
+                per([](const double* p) { auto sv = singular_2x2(p); return sv.first + sv.second; }),
+                tol(t), ctx + " nuc");
+    // keepdims on a matrix norm over axes (0, 2) of (2, 3, 2).
+    array k = linalg::norm(harness::with_layout(random_values(12, 29), {2, 3, 2}, t, l), "nuc",
+                           std::vector<int>{0, 2}, true, d);
+    EXPECT_EQ(k.shape(), (Shape{1, 3, 1}));
+    array k1 = linalg::norm(harness::with_layout(random_values(12, 29), {2, 3, 2}, t, l), 1.0,
+                            std::vector<int>{2, 0}, true, d);
+    EXPECT_EQ(k1.shape(), (Shape{1, 3, 1}));
+  });
+  // Integer input computes in float32; a 1-D array with an ord.
+  array i = array({3, -4}, int32);
+  EXPECT_EQ(linalg::norm(i).dtype(), float32);
+  EXPECT_FLOAT_EQ(linalg::norm(i).item<float>(), 5.f);
+  EXPECT_FLOAT_EQ(linalg::norm(i, 1.0).item<float>(), 7.f);
+  // Complex input: norms of the magnitudes.
+  array c = array(std::vector<complex64_t>{{3.f, 4.f}, {0.f, 0.f}}.begin(), {2}, complex64);
+  EXPECT_FLOAT_EQ(linalg::norm(c).item<float>(), 5.f);
+}
+
+TEST(Linalg, NormErrors) {
+  array m = ones({2, 3, 4});
+  EXPECT_THROW(linalg::norm(m, 2.0), std::invalid_argument);                    // 3-D with an ord
+  EXPECT_THROW(linalg::norm(ones({2, 2}), 3.0), std::invalid_argument);         // no matrix 3-norm
+  EXPECT_THROW(linalg::norm(ones({4}), "fro"), std::invalid_argument);          // 'fro' of a vector
+  EXPECT_THROW(linalg::norm(ones({2, 2}), "max"), std::invalid_argument);
+  EXPECT_THROW(linalg::norm(m, 2.0, std::vector<int>{0, 1, 2}), std::invalid_argument);
+  EXPECT_THROW(linalg::norm(m, 2.0, std::vector<int>{1, 1}), std::invalid_argument);
+  EXPECT_THROW(linalg::norm(m, 2.0, 3), std::invalid_argument);
+}
+
+TEST(Linalg, CrossProducts) {
+  for (auto d : harness::devices()) {
+    for (Dtype t : {float32, float64, int32}) {
+      SCOPED_TRACE(dtype_name(t));
+      auto av = random_values(12, 30, -3, 3), bv = random_values(12, 31, -3, 3);
+      for (auto& v : av) v = std::round(v);
+      for (auto& v : bv) v = std::round(v);
+      // Vectors along axis 1 of (4, 3), the second operand transposed in memory.
+      array a = harness::from_doubles(av, {4, 3}, t);
+      array b = harness::with_layout(bv, {4, 3}, t, Layout::transposed);
+      std::vector<double> want;
+      for (int i = 0; i < 4; ++i) {
+        const double* x = av.data() + 3 * i;
+        const double* y = bv.data() + 3 * i;
+        want.insert(want.end(), {x[1] * y[2] - x[2] * y[1], x[2] * y[0] - x[0] * y[2],
+                                 x[0] * y[1] - x[1] * y[0]});
+      }
+      array c = linalg::cross(a, b, -1, d);
+      EXPECT_EQ(c.dtype(), t);
+      expect_near(vals(c), want, 0, "cross");
+      // Along axis 0, and broadcast against one vector.
+      expect_near(vals(linalg::cross(transpose(a), transpose(b), 0, d)),
+                  host_transpose(want, 1, 4, 3), 0, "cross axis 0");
+      array one = harness::from_doubles({1, 0, 0}, {3}, t);
+      auto bc = vals(linalg::cross(one, b, -1, d));
+      for (int i = 0; i < 4; ++i) {
+        EXPECT_EQ(bc[3 * i], 0);
+        EXPECT_EQ(bc[3 * i + 1], -bv[3 * i + 2]);
+        EXPECT_EQ(bc[3 * i + 2], bv[3 * i + 1]);
+      }
+      // Size 2 vectors are padded with 0: only the z component remains.
+      array a2 = harness::from_doubles({1, 2}, {2}, t), b2 = harness::from_doubles({3, 4}, {2}, t);
+      expect_near(vals(linalg::cross(a2, b2, -1, d)), {0, 0, -2}, 0, "cross of size 2");
+    }
+  }
+  EXPECT_THROW(linalg::cross(ones({4}), ones({4})), std::invalid_argument);
+  EXPECT_THROW(linalg::cross(ones({3}), ones({3}), 1), std::invalid_argument);
+}
+
+TEST(Linalg, EmptyMatrices) {
+  for (auto d : harness::devices()) {
+    EXPECT_EQ(linalg::inv(zeros({0, 0}), d).shape(), (Shape{0, 0}));
+    auto [q, r] = linalg::qr(zeros({3, 0}), d);
+    eval({q, r});
+    EXPECT_EQ(q.shape(), (Shape{3, 0}));
+    EXPECT_EQ(r.shape(), (Shape{0, 0}));
+    EXPECT_EQ(linalg::svd(zeros({0, 2, 2}), false, d)[0].shape(), (Shape{0, 2}));
+    auto w = linalg::eigvalsh(zeros({2, 0, 0}), "L", d);
+    eval(w);
+    EXPECT_EQ(w.shape(), (Shape{2, 0}));
+  }
+}
+
+TEST(Linalg, BadInputIsRejected) {
+  array rect = ones({2, 3});
+  for (auto f : {+[](const array& a) { return linalg::inv(a); },
+                 +[](const array& a) { return linalg::cholesky(a); },
+                 +[](const array& a) { return linalg::det(a); },
+                 +[](const array& a) { return linalg::eigvalsh(a); },
+                 +[](const array& a) { return linalg::tri_inv(a); }}) {
+    EXPECT_THROW(f(rect), std::invalid_argument);         // not square
+    EXPECT_THROW(f(ones({3})), std::invalid_argument);    // not a matrix
+    EXPECT_THROW(f(ones({2, 2}, int32)), std::invalid_argument);
+    EXPECT_THROW(f(ones({2, 2}, float16)), std::invalid_argument);
+  }
+  EXPECT_THROW(linalg::qr(ones({2, 2}, int32)), std::invalid_argument);
+  EXPECT_THROW(linalg::svd(ones({2, 2}, complex64)), std::invalid_argument);
+  EXPECT_THROW(linalg::lu(ones({4})), std::invalid_argument);
+  EXPECT_THROW(linalg::eigh(ones({2, 2}), "X"), std::invalid_argument);
+  EXPECT_THROW(linalg::solve(ones({3, 3}), ones({4})), std::invalid_argument);
+  EXPECT_THROW(linalg::solve(ones({3, 3}), ones({2, 3, 1}, int32)), std::invalid_argument);
+  EXPECT_THROW(linalg::solve(ones({2, 3, 3}), ones({4, 3, 1})), std::invalid_argument);
+  try {
+    linalg::inv(rect);
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("[linalg::inv]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("(2,3)"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Linalg, SingularAndIndefiniteMatricesRaiseAtEval) {
+  for (auto d : harness::devices()) {
+    for (Dtype t : float_types()) {
+      array sing = harness::from_doubles({1, 2, 2, 4}, {2, 2}, t);
+      EXPECT_THROW(eval(linalg::inv(sing, d)), std::invalid_argument);
+      EXPECT_THROW(eval(linalg::solve(sing, harness::from_doubles({1, 1}, {2}, t), d)),
+                   std::invalid_argument);
+      EXPECT_THROW(eval(linalg::tri_inv(harness::from_doubles({1, 0, 3, 0}, {2, 2}, t), false, d)),
+                   std::invalid_argument);
+      EXPECT_THROW(eval(linalg::cholesky(harness::from_doubles({1, 2, 2, 1}, {2, 2}, t), false, d)),
+                   std::invalid_argument);
+      // The framework stays usable, and the message names the op.
+      try {
+        eval(linalg::inv(sing, d));
+      } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("singular"), std::string::npos) << e.what();
+      }
+      EXPECT_NEAR(linalg::det(sing, d).item<double>(), 0.0, 1e-6);
     }
   }
 }
 
-TEST(Addmm, BroadcastCVectorsAndEmptyK) {
-  auto va = random_cd(24, float32, 1), vb = random_cd(8, float32, 2);
-  auto prod = ref_matmul(va, {2, 3, 4}, vb, {4, 2});
-  array a = make_input(va, {2, 3, 4}, float32, Layout::contiguous);
-  array b = make_input(vb, {4, 2}, float32, Layout::contiguous);
-  // c of shape (2,): broadcast along rows and batches; default alpha = beta = 1.
-  std::vector<cd> want(12);
-  for (int i = 0; i < 12; ++i) want[i] = prod[i] + (i % 2 == 0 ? 10.0 : 20.0);
-  expect_close(addmm(array({10.f, 20.f}), a, b), want, 4, "c (2,)");
-  // 0-d c, alpha only.
-  for (int i = 0; i < 12; ++i) want[i] = 3.0 * prod[i] + 1.0;
-  expect_close(addmm(array(1.f), a, b, 3.f), want, 4, "c ()");
-  // 1-D a: c broadcasts against the final (2,) shape.
-  auto v4 = random_cd(4, float32, 3);
-  auto pv = ref_matmul(v4, {4}, vb, {4, 2});
-  expect_close(addmm(array({1.f, 2.f}), make_input(v4, {4}, float32, Layout::contiguous), b,
-                     1.f, 2.f),
-               {pv[0] + 2.0, pv[1] + 4.0}, 4, "1-D a");
-  // 1-D b with c of shape (3,).
-  auto pb = ref_matmul(va, {2, 3, 4}, v4, {4});
-  std::vector<cd> wb(6);
-  for (int i = 0; i < 6; ++i) wb[i] = pb[i] + double(i % 3);
-  expect_close(addmm(array({0.f, 1.f, 2.f}), a, make_input(v4, {4}, float32, Layout::contiguous)),
-               wb, 4, "1-D b");
-  // Both 1-D: a scalar.
-  array dot = addmm(array(5.f), make_input(v4, {4}, float32, Layout::contiguous),
-                    make_input(v4, {4}, float32, Layout::contiguous));
-  EXPECT_EQ(dot.ndim(), 0u);
-  // K = 0: beta * c.
-  for (Dtype t : matmul_types()) {
-    array k0 = addmm(full({2, 3}, array(4.f), t), zeros({2, 0}, t), zeros({0, 3}, t), 1.f, 0.5f);
-    EXPECT_EQ(k0.dtype(), t);
-    expect_close(k0, std::vector<cd>(6, 2.0), 0, "K = 0 " + dtype_name(t));
-  }
-  // The result dtype promotes c too.
-  EXPECT_EQ(addmm(array(1.0, float64), ones({2, 2}), ones({2, 2})).dtype(), float64);
-}
-
-TEST(Addmm, Errors) {
-  EXPECT_THROW(addmm(zeros({2, 2}, int32), zeros({2, 2}, int32), zeros({2, 2}, int32)),
-               std::invalid_argument);
-  EXPECT_THROW(addmm(zeros({3, 3}), zeros({2, 2}), zeros({2, 2})), std::invalid_argument);
-  EXPECT_THROW(addmm(zeros({2, 2, 2}), zeros({2, 2}), zeros({2, 2})), std::invalid_argument);
-  EXPECT_THROW(addmm(zeros({2}), zeros({2, 3}), zeros({2, 2})), std::invalid_argument);
-  EXPECT_THROW(addmm(zeros({2}), array(1.f), zeros({2, 2})), std::invalid_argument);
-}
-
-// ---- inner, outer, tensordot ------------------------------------------------------
-
-TEST(Inner, VectorsMatricesAndScalars) {
-  for (Dtype t : {float32, float64, complex64}) {
-    auto va = random_cd(3, t, 1), vb = random_cd(3, t, 2);
-    array d = inner(make_input(va, {3}, t, Layout::strided), make_input(vb, {3}, t,
-                                                                         Layout::contiguous));
-    EXPECT_EQ(d.ndim(), 0u);
-    expect_close(d, {va[0] * vb[0] + va[1] * vb[1] + va[2] * vb[2]}, 3, "1-D " + dtype_name(t));
-  }
-  // (2,3) . (4,3) -> (2,4): a @ b^T.
-  auto va = random_cd(6, float32, 3), vb = random_cd(12, float32, 4);
-  std::vector<cd> vbt(12);
-  for (int i = 0; i < 4; ++i)
-    for (int j = 0; j < 3; ++j) vbt[j * 4 + i] = vb[i * 3 + j];
-  array r = inner(make_input(va, {2, 3}, float32, Layout::transposed),
-                  make_input(vb, {4, 3}, float32, Layout::contiguous));
-  EXPECT_EQ(r.shape(), (Shape{2, 4}));
-  expect_close(r, ref_matmul(va, {2, 3}, vbt, {3, 4}), 3, "2-D");
-  // A scalar operand multiplies, for any dtype.
-  array s = inner(array(2), array({1, 2, 3, 4}, {2, 2}));
-  EXPECT_EQ(s.dtype(), int32);
-  EXPECT_EQ(s.shape(), (Shape{2, 2}));
-  harness::expect_values(s, {2, 4, 6, 8}, "scalar int");
-  harness::expect_values(inner(array({1.5f, 2.f}), array(2.f)), {3, 4}, "scalar right");
-  EXPECT_THROW(inner(zeros({2, 3}), zeros({3, 2})), std::invalid_argument);
-  EXPECT_THROW(inner(array({1, 2}), array({1, 2})), std::invalid_argument);
-}
-
-TEST(Outer, FlattensAndWorksOnEveryDtype) {
-  for (Dtype t : harness::all_types()) {
-    array a = harness::from_doubles({1, 2, 0}, {3}, t);
-    array b = harness::from_doubles({1, 0, 1, 1}, {2, 2}, t);  // flattened
-    array o = outer(a, b);
-    EXPECT_EQ(o.dtype(), t);
-    EXPECT_EQ(o.shape(), (Shape{3, 4}));
-    std::vector<double> want{1, 0, 1, 1, 2, 0, 2, 2, 0, 0, 0, 0};
-    if (t == bool_) {
-      for (auto& w : want) w = w != 0;  // logical and
+TEST(Linalg, PinvSatisfiesPenroseConditions) {
+  sweep([](Device d, Dtype t, Layout l, const std::string& ctx) {
+    for (Shape s : std::vector<Shape>{{4, 4}, {2, 5, 3}, {3, 5}}) {
+      const int m = s[s.size() - 2], n = s.back();
+      const int64_t b = batch_of(s);
+      auto av = random_values(shape_size(s), 40);
+      array p = linalg::pinv(harness::with_layout(av, s, t, l), d);
+      Shape ps = s;
+      ps[s.size() - 2] = n;
+      ps.back() = m;
+      EXPECT_EQ(p.shape(), ps) << ctx;
+      auto pv = vals(p);
+      // A P A == A and P A P == P.
+      expect_near(host_matmul(host_matmul(av, pv, b, m, n, m), av, b, m, m, n), av, tol(t) * 10,
+                  ctx + " A P A");
+      expect_near(host_matmul(host_matmul(pv, av, b, n, m, n), pv, b, n, n, m), pv, tol(t) * 10,
+                  ctx + " P A P");
     }
-    harness::expect_values(o, want, "outer " + dtype_name(t));
+    // A rank-1 matrix: pinv of x y^T is y x^T / (|x|^2 |y|^2).
+    std::vector<double> x{1, 2}, y{3, 0, 4};
+    std::vector<double> a, want;
+    for (double xi : x) for (double yj : y) a.push_back(xi * yj);
+    for (double yj : y) for (double xi : x) want.push_back(yj * xi / (5.0 * 25.0));
+    expect_near(vals(linalg::pinv(harness::with_layout(a, {2, 3}, t, l), d)), want, tol(t),
+                ctx + " pinv of rank 1");
+  });
+}
+
+TEST(Linalg, EveryDeviceMatchesTheCpu) {
+  // Results that the factorization determines uniquely, on each device
+  // against the CPU's (the GPU runs cuSOLVER, the CPU LAPACK).
+  for (auto d : harness::devices()) {
+    for (Dtype t : float_types()) {
+      SCOPED_TRACE(std::string(d == Device::cpu ? "cpu " : "gpu ") + dtype_name(t));
+      Shape s{3, 6, 6};
+      array a = harness::from_doubles(conditioned(s, 50), s, t);
+      array p = harness::from_doubles(spd(s, 51), s, t);
+      array r = harness::from_doubles(random_values(3 * 7 * 4, 52), {3, 7, 4}, t);
+      array b = harness::from_doubles(random_values(3 * 6 * 2, 53), {3, 6, 2}, t);
+      auto both = [&](const std::function<array(Device)>& f, const std::string& what) {
+        expect_near(vals(f(d)), vals(f(Device::cpu)), tol(t) * 10, what);
+      };
+      both([&](Device x) { return linalg::inv(a, x); }, "inv");
+      both([&](Device x) { return linalg::tri_inv(a, true, x); }, "tri_inv");
+      both([&](Device x) { return linalg::solve(a, b, x); }, "solve");
+      both([&](Device x) { return linalg::cholesky(p, false, x); }, "cholesky");
+      both([&](Device x) { return linalg::det(a, x); }, "det");
+      both([&](Device x) { return linalg::lu_factor(a, x).first; }, "lu_factor");
+      both([&](Device x) { return linalg::lu(a, x)[0]; }, "lu permutation");
+      both([&](Device x) { return linalg::eigvalsh(p, "L", x); }, "eigvalsh");
+      both([&](Device x) { return linalg::svd(r, false, x)[0]; }, "singular values");
+      both([&](Device x) { return linalg::svd(swapaxes(r, -1, -2), false, x)[0]; }, "singular values wide");
+      both([&](Device x) { return abs(linalg::qr(r, x).second, x); }, "|R|");
+    }
   }
-  EXPECT_EQ(outer(array({1, 2}, int8), array({1.f})).dtype(), float32);
-  array tr = transpose(array({1.f, 2.f, 3.f, 4.f}, {2, 2}));
-  harness::expect_values(outer(tr, array({1.f, 10.f})), {1, 10, 3, 30, 2, 20, 4, 40},
-                         "transposed input flattened in logical order");
-  EXPECT_EQ(outer(zeros({0}), ones({3})).shape(), (Shape{0, 3}));
-  harness::expect_values(outer(array(3.f), array(2.f)), {6}, "scalars");
-}
-
-TEST(Tensordot, IntAndExplicitAxes) {
-  // axis 2: (2,3,4) x (3,4,5) -> (2,5) = reshape (2,12) @ (12,5).
-  auto va = random_cd(24, float32, 1), vb = random_cd(60, float32, 2);
-  array a = make_input(va, {2, 3, 4}, float32, Layout::contiguous);
-  array b = make_input(vb, {3, 4, 5}, float32, Layout::contiguous);
-  array r = tensordot(a, b);
-  EXPECT_EQ(r.shape(), (Shape{2, 5}));
-  expect_close(r, ref_matmul(va, {2, 12}, vb, {12, 5}), 12, "axis 2");
-  // axis 1 on (2,3) and (3,2) is matmul; axis 0 is the outer product.
-  auto vm = random_cd(6, float64, 3), vn = random_cd(6, float64, 4);
-  array m = make_input(vm, {2, 3}, float64, Layout::contiguous);
-  array n = make_input(vn, {3, 2}, float64, Layout::transposed);
-  expect_close(tensordot(m, n, 1), ref_matmul(vm, {2, 3}, vn, {3, 2}), 3, "axis 1");
-  array o = tensordot(m, n, 0);
-  EXPECT_EQ(o.shape(), (Shape{2, 3, 3, 2}));
-  expect_close(o, ref_matmul(vm, {6, 1}, vn, {1, 6}), 1, "axis 0");
-  // Explicit axes: a (3,4,5), b (4,3,2), contract a's (0,1) with b's (1,0) -> (5,2).
-  auto vx = random_cd(60, float32, 5), vy = random_cd(24, float32, 6);
-  array x = make_input(vx, {3, 4, 5}, float32, Layout::contiguous);
-  array y = make_input(vy, {4, 3, 2}, float32, Layout::strided);
-  std::vector<cd> want(10, 0);
-  for (int p = 0; p < 5; ++p)
-    for (int q = 0; q < 2; ++q)
-      for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 4; ++j) want[p * 2 + q] += vx[(i * 4 + j) * 5 + p] * vy[(j * 3 + i) * 2 + q];
-  array z = tensordot(x, y, {0, 1}, {1, 0});
-  EXPECT_EQ(z.shape(), (Shape{5, 2}));
-  expect_close(z, want, 12, "explicit axes");
-  expect_close(tensordot(x, y, {-3, -2}, {1, 0}), want, 12, "negative axes");
-  // Empty contraction.
-  expect_close(tensordot(zeros({2, 0}), zeros({0, 3}), 1), std::vector<cd>(6, 0), 0, "K = 0");
-  EXPECT_EQ(tensordot(zeros({2, 3}, float16), zeros({3, 4}, float16), 1).dtype(), float16);
-}
-
-TEST(Tensordot, Errors) {
-  array a = zeros({2, 3}), b = zeros({3, 4});
-  EXPECT_THROW(tensordot(a, b, -1), std::invalid_argument);
-  EXPECT_THROW(tensordot(a, b, 3), std::invalid_argument);
-  EXPECT_THROW(tensordot(a, b, 2), std::invalid_argument);
-  EXPECT_THROW(tensordot(a, b, {1}, {0, 1}), std::invalid_argument);
-  EXPECT_THROW(tensordot(a, b, {0}, {0}), std::invalid_argument);
-  EXPECT_THROW(tensordot(a, b, {2}, {0}), std::invalid_argument);
-  EXPECT_THROW(tensordot(a, zeros({3, 3}), {1, 1}, {0, 1}), std::invalid_argument);
-  EXPECT_THROW(tensordot(zeros({2, 3}, int32), zeros({3, 4}, int32), 1), std::invalid_argument);
 }

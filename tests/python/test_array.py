@@ -168,7 +168,7 @@ def test_integer_and_bitwise_operators(rng):
     x = rng.integers(-20, 20, (3, 4)).astype(np.int32)
     y = rng.integers(1, 5, (3, 4)).astype(np.int32)
     a, b = mx.array(x), mx.array(y)
-    # Integer floor_divide is native (truncating) integer division (reference §3.4).
+    # Integer floor_divide is native (truncating) integer division (as in MLX).
     trunc = np.trunc(x / y).astype(np.int32)
     np.testing.assert_array_equal(np.array(a // b), trunc)
     np.testing.assert_array_equal(np.array(a % b), x % y)
@@ -337,7 +337,7 @@ def test_dlpack_round_trips(rng):
         mx.from_dlpack([1, 2])
     with pytest.raises(ValueError):
         mx.asarray([1.0, 2.0], copy=False)  # a copy is unavoidable
-    shared = mx.asarray(n, copy=False)  # reference §4.1: shares NumPy's memory
+    shared = mx.asarray(n, copy=False)  # shares NumPy's memory
     assert np.from_dlpack(shared).ctypes.data == n.ctypes.data
     assert mx.asarray(n, copy=True).shape == (3, 4)
     assert mx.asarray([1, 2], dtype=mx.int8).dtype == mx.int8

@@ -1,4 +1,4 @@
-"""Initializers (reference nn.md section 5): each factory returns ``init_fn(a)``
+"""Initializers: each factory returns ``init_fn(a)``
 giving a new array of ``a.shape``."""
 
 import math

@@ -1,4 +1,4 @@
-"""Loss functions (reference nn.md section 6)."""
+"""Loss functions."""
 
 import math
 from typing import Literal, Optional

@@ -1,4 +1,4 @@
-"""Optimizers (reference optimizers.md sections 1 and 2)."""
+"""Optimizers."""
 
 import math
 from typing import Callable, List, Optional, Tuple, Union

@@ -1,4 +1,4 @@
-"""Learning-rate schedules (reference optimizers.md section 3): each returns
+"""Learning-rate schedules: each returns
 ``schedule(step)`` accepting an int or an array step."""
 
 import math

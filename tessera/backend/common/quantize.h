@@ -63,7 +63,7 @@ TESSERA_QUANT_HD void pack32(const uint32_t* q, int bits, uint32_t* out) {
 template <int B>
 TESSERA_QUANT_HD void unpack32(const uint32_t* words, uint32_t* q) {
   // Every position is a compile-time constant once the loop is unrolled.
-#ifdef __CUDA_ARCH__
+#ifdef __CUDACC__
 #pragma unroll
 #else
 #pragma GCC unroll 32

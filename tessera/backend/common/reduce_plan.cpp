@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <limits>
 
-#include "tessera/backend/cpu/strided.h"
+#include "tessera/backend/common/strided.h"
 
 namespace tessera {
 
@@ -29,7 +29,7 @@ ReducePlan reduce_plan(const Shape& shape, const Strides& strides, const std::ve
       st.push_back(strides[d]);
       count *= shape[d];
     }
-    auto [cs, cst] = cpu::collapse_contiguous_dims(s, {st});
+    auto [cs, cst] = tessera::collapse_contiguous_dims(s, {st});
     gs = std::move(cs);
     gst = std::move(cst[0]);
   };

@@ -10,11 +10,24 @@
 //   }
 #pragma once
 
+#include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "tessera/core/array.h"
+#include "tessera/core/dispatch.h"
 
 namespace tessera {
+
+// The C++ type of accumulation_type(T) (sum, prod) and inexact_type(T) (mean,
+// variance) for the C++ element type T, on every backend.
+template <typename T>
+using sum_out_t = std::conditional_t<
+    std::is_same_v<T, bool>, int32_t,
+    std::conditional_t<is_integral_v<T> && sizeof(T) <= 4,
+                       std::conditional_t<std::is_signed_v<T>, int32_t, uint32_t>, T>>;
+template <typename T>
+using mean_out_t = std::conditional_t<is_float_v<T> || is_complex_v<T>, T, float>;
 
 struct ReducePlan {
   Shape kept_shape;  // output order (row-major), collapsed

@@ -11,9 +11,9 @@
 #include "tessera/core/dtype.h"
 
 #if defined(__CUDACC__)
-#define TESSERA_HD __host__ __device__ __forceinline__
+#define TESSERA_HD_INLINE __host__ __device__ __forceinline__
 #else
-#define TESSERA_HD inline
+#define TESSERA_HD_INLINE inline
 #endif
 
 namespace tessera {
@@ -29,11 +29,11 @@ template <> struct UnsignedOf<8> { using type = uint64_t; };
 template <typename K, K ExpMask, K ManMask>
 struct FloatBits {
   static constexpr K kSign = K(K(1) << (8 * sizeof(K) - 1));
-  static TESSERA_HD K encode_bits(K b) {
+  static TESSERA_HD_INLINE K encode_bits(K b) {
     if ((b & ExpMask) == ExpMask && (b & ManMask) != 0) return K(~K(0));  // NaN
     return (b & kSign) ? K(~b) : K(b | kSign);
   }
-  static TESSERA_HD K decode_bits(K k) { return (k & kSign) ? K(k ^ kSign) : K(~k); }
+  static TESSERA_HD_INLINE K decode_bits(K k) { return (k & kSign) ? K(k ^ kSign) : K(~k); }
 };
 
 // T: a host element type, or a device type of the same size and layout
@@ -41,7 +41,7 @@ struct FloatBits {
 template <typename T, typename Enable = void>
 struct SortKey {
   using K = typename UnsignedOf<sizeof(T)>::type;
-  static TESSERA_HD K encode(T x) {
+  static TESSERA_HD_INLINE K encode(T x) {
     if constexpr (std::is_same_v<T, bool>) {
       return K(x ? 1 : 0);
     } else if constexpr (std::is_signed_v<T> && std::is_integral_v<T>) {
@@ -59,7 +59,7 @@ struct SortKey {
       return FloatBits<K, 0x7ff0000000000000ull, 0x000fffffffffffffull>::encode_bits(b);
     }
   }
-  static TESSERA_HD T decode(K k) {
+  static TESSERA_HD_INLINE T decode(K k) {
     if constexpr (std::is_same_v<T, bool>) {
       return k != 0;
     } else if constexpr (std::is_signed_v<T> && std::is_integral_v<T>) {
@@ -85,12 +85,12 @@ template <typename T, bool Brain>
 struct Half16Key {
   using K = uint16_t;
   using Bits = std::conditional_t<Brain, FloatBits<K, 0x7f80, 0x007f>, FloatBits<K, 0x7c00, 0x03ff>>;
-  static TESSERA_HD K encode(T x) {
+  static TESSERA_HD_INLINE K encode(T x) {
     K b;
     memcpy(&b, &x, sizeof(b));
     return Bits::encode_bits(b);
   }
-  static TESSERA_HD T decode(K k) {
+  static TESSERA_HD_INLINE T decode(K k) {
     K b = Bits::decode_bits(k);
     T x;
     memcpy(&x, &b, sizeof(b));

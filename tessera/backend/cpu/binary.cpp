@@ -1,5 +1,5 @@
 // eval_cpu of the binary elementwise primitives: one generic kernel, templated
-// on the scalar functor of backend/cpu/elementwise.h, plus Select and AllTrue.
+// on the scalar functor of backend/common/elementwise.h, plus Select and AllTrue.
 //
 // The kernel picks one case per call: scalar-scalar, scalar-vector,
 // vector-scalar, vector-vector (dense inputs of one layout: a linear loop the
@@ -10,9 +10,9 @@
 #include <cstring>
 #include <string>
 
-#include "tessera/backend/cpu/dispatch.h"
-#include "tessera/backend/cpu/elementwise.h"
-#include "tessera/backend/cpu/strided.h"
+#include "tessera/core/dispatch.h"
+#include "tessera/backend/common/elementwise.h"
+#include "tessera/backend/common/strided.h"
 #include "tessera/backend/cpu/threading.h"
 #include "tessera/ops/primitives/binary.h"
 
@@ -24,16 +24,16 @@ constexpr int64_t kGrain = 1 << 16;
 
 // The stored output type of Op on In (see elementwise.h).
 template <typename Op, typename In>
-using binary_result_t = decltype(std::declval<Op>()(std::declval<cpu::compute_t<In>>(),
-                                                    std::declval<cpu::compute_t<In>>()));
+using binary_result_t = decltype(std::declval<Op>()(std::declval<tessera::compute_t<In>>(),
+                                                    std::declval<tessera::compute_t<In>>()));
 template <typename Op, typename In>
 using binary_out_t =
-    std::conditional_t<std::is_same_v<binary_result_t<Op, In>, cpu::compute_t<In>>, In,
+    std::conditional_t<std::is_same_v<binary_result_t<Op, In>, tessera::compute_t<In>>, In,
                        binary_result_t<Op, In>>;
 
 template <typename Out, typename Op, typename In>
 inline Out apply(const Op& op, In a, In b) {
-  using C = cpu::compute_t<In>;
+  using C = tessera::compute_t<In>;
   return static_cast<Out>(op(static_cast<C>(a), static_cast<C>(b)));
 }
 
@@ -128,14 +128,14 @@ void binary_typed(const array& a, const array& b, array& out, const Op& op, bool
   }
   Out* o = out.data<Out>();
   auto collapsed =
-      cpu::collapse_contiguous_dims(out.shape(), {a.strides(), b.strides(), out.strides()});
+      tessera::collapse_contiguous_dims(out.shape(), {a.strides(), b.strides(), out.strides()});
   const Shape& shape = collapsed.first;
   const std::array<Strides, 3> strides{collapsed.second[0], collapsed.second[1],
                                        collapsed.second[2]};
   int64_t row = std::max<int64_t>(shape.back(), 1);
   cpu::parallel_for(
-      cpu::num_rows(shape), std::max<int64_t>(1, kGrain / row), [&](int64_t lo, int64_t hi) {
-        cpu::for_each_row<3>(shape, strides, lo, hi,
+      tessera::num_rows(shape), std::max<int64_t>(1, kGrain / row), [&](int64_t lo, int64_t hi) {
+        tessera::for_each_row<3>(shape, strides, lo, hi,
                              [&](const std::array<int64_t, 3>& off, int64_t n,
                                  const std::array<int64_t, 3>& inc) {
                                const T* ra = pa + off[0];
@@ -164,9 +164,9 @@ void binary_op(const array& a, const array& b, array& out, const Op& op, const c
     out.set_data(allocator::malloc(0));
     return;
   }
-  cpu::dispatch_all(a.dtype(), [&](auto tag) {
+  tessera::dispatch_all(a.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (Op::template supports<cpu::compute_t<T>>) {
+    if constexpr (Op::template supports<tessera::compute_t<T>>) {
       binary_typed<Op, T>(a, b, out, op, donate);
     } else {
       throw std::invalid_argument(std::string("[") + name + "] is not defined for dtype " +
@@ -199,15 +199,15 @@ void select_typed(const array& c, const array& x, const array& y, array& out) {
   }
   out.set_data(allocator::malloc(out.nbytes()));
   T* o = out.data<T>();
-  auto collapsed = cpu::collapse_contiguous_dims(
+  auto collapsed = tessera::collapse_contiguous_dims(
       out.shape(), {c.strides(), x.strides(), y.strides(), out.strides()});
   const Shape& shape = collapsed.first;
   const std::array<Strides, 4> strides{collapsed.second[0], collapsed.second[1],
                                        collapsed.second[2], collapsed.second[3]};
   int64_t row = std::max<int64_t>(shape.back(), 1);
   cpu::parallel_for(
-      cpu::num_rows(shape), std::max<int64_t>(1, kGrain / row), [&](int64_t lo, int64_t hi) {
-        cpu::for_each_row<4>(shape, strides, lo, hi,
+      tessera::num_rows(shape), std::max<int64_t>(1, kGrain / row), [&](int64_t lo, int64_t hi) {
+        tessera::for_each_row<4>(shape, strides, lo, hi,
                              [&](const std::array<int64_t, 4>& off, int64_t n,
                                  const std::array<int64_t, 4>& inc) {
                                for (int64_t i = 0; i < n; ++i) {
@@ -223,45 +223,24 @@ void select_typed(const array& c, const array& x, const array& y, array& out) {
 
 #define TESSERA_BINARY_EVAL(NAME)                                      \
   void NAME::eval_cpu(const std::vector<array>& inputs, array& out) {  \
-    binary_op(inputs[0], inputs[1], out, cpu::NAME{}, name());         \
+    binary_op(inputs[0], inputs[1], out, scalar::NAME{}, name());         \
   }
 
-TESSERA_BINARY_EVAL(Add)
-TESSERA_BINARY_EVAL(Subtract)
-TESSERA_BINARY_EVAL(Multiply)
-TESSERA_BINARY_EVAL(Divide)
-TESSERA_BINARY_EVAL(FloorDivide)
-TESSERA_BINARY_EVAL(Remainder)
-TESSERA_BINARY_EVAL(Power)
-TESSERA_BINARY_EVAL(Maximum)
-TESSERA_BINARY_EVAL(Minimum)
-TESSERA_BINARY_EVAL(LogAddExp)
-TESSERA_BINARY_EVAL(ArcTan2)
-TESSERA_BINARY_EVAL(NotEqual)
-TESSERA_BINARY_EVAL(Greater)
-TESSERA_BINARY_EVAL(GreaterEqual)
-TESSERA_BINARY_EVAL(Less)
-TESSERA_BINARY_EVAL(LessEqual)
-TESSERA_BINARY_EVAL(LogicalAnd)
-TESSERA_BINARY_EVAL(LogicalOr)
-TESSERA_BINARY_EVAL(LogicalXor)
-TESSERA_BINARY_EVAL(BitwiseAnd)
-TESSERA_BINARY_EVAL(BitwiseOr)
-TESSERA_BINARY_EVAL(BitwiseXor)
-TESSERA_BINARY_EVAL(LeftShift)
-TESSERA_BINARY_EVAL(RightShift)
+#define TESSERA_EVAL_ROW(NAME, FN, RULE) TESSERA_BINARY_EVAL(NAME)
+TESSERA_BINARY_OPS(TESSERA_EVAL_ROW)
+#undef TESSERA_EVAL_ROW
 #undef TESSERA_BINARY_EVAL
 
 void Equal::eval_cpu(const std::vector<array>& inputs, array& out) {
   if (equal_nan_) {
-    binary_op(inputs[0], inputs[1], out, cpu::EqualNan{}, name());
+    binary_op(inputs[0], inputs[1], out, scalar::EqualNan{}, name());
   } else {
-    binary_op(inputs[0], inputs[1], out, cpu::Equal{}, name());
+    binary_op(inputs[0], inputs[1], out, scalar::Equal{}, name());
   }
 }
 
 void IsClose::eval_cpu(const std::vector<array>& inputs, array& out) {
-  cpu::IsClose op;
+  scalar::IsClose op;
   op.rtol = rtol_;
   op.atol = atol_;
   op.equal_nan = equal_nan_;
@@ -270,8 +249,8 @@ void IsClose::eval_cpu(const std::vector<array>& inputs, array& out) {
 
 void DivMod::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
   // The quotient must not take an input's buffer: the remainder still reads it.
-  binary_op(inputs[0], inputs[1], outputs[0], cpu::FloorDivide{}, name(), /*donate=*/false);
-  binary_op(inputs[0], inputs[1], outputs[1], cpu::Remainder{}, name());
+  binary_op(inputs[0], inputs[1], outputs[0], scalar::FloorDivide{}, name(), /*donate=*/false);
+  binary_op(inputs[0], inputs[1], outputs[1], scalar::Remainder{}, name());
 }
 
 void Select::eval_cpu(const std::vector<array>& inputs, array& out) {
@@ -279,7 +258,7 @@ void Select::eval_cpu(const std::vector<array>& inputs, array& out) {
     out.set_data(allocator::malloc(0));
     return;
   }
-  cpu::dispatch_bytes(out.dtype(), [&](auto tag) {
+  tessera::dispatch_bytes(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     select_typed<T>(inputs[0], inputs[1], inputs[2], out);
   });
@@ -293,9 +272,9 @@ void AllTrue::eval_cpu(const std::vector<array>& inputs, array& out) {
     if (in.flags().contiguous || in.data_size() == 1) {
       all = std::memchr(p, 0, in.data_size()) == nullptr;
     } else {
-      auto collapsed = cpu::collapse_contiguous_dims(in.shape(), {in.strides()});
-      cpu::for_each_row<1>(collapsed.first, {collapsed.second[0]}, 0,
-                           cpu::num_rows(collapsed.first),
+      auto collapsed = tessera::collapse_contiguous_dims(in.shape(), {in.strides()});
+      tessera::for_each_row<1>(collapsed.first, {collapsed.second[0]}, 0,
+                           tessera::num_rows(collapsed.first),
                            [&](const std::array<int64_t, 1>& off, int64_t n,
                                const std::array<int64_t, 1>& inc) {
                              for (int64_t i = 0; all && i < n; ++i) all = p[off[0] + i * inc[0]];

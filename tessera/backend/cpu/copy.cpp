@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "tessera/backend/cpu/dispatch.h"
-#include "tessera/backend/cpu/strided.h"
+#include "tessera/core/dispatch.h"
+#include "tessera/backend/common/strided.h"
 #include "tessera/backend/cpu/threading.h"
 
 namespace tessera::cpu {
@@ -89,21 +89,11 @@ void strided_copy(const In* src, Out* dst, const Shape& shape, const Strides& in
 }  // namespace
 
 void cast_contiguous(const void* src, Dtype src_t, void* dst, Dtype dst_t, size_t n) {
-  if (n == 0) return;  // empty arrays may have no memory at all
-  if (src_t == dst_t) {
-    std::memcpy(dst, src, n * src_t.size);
-    return;
-  }
-  dispatch_all(src_t, [&](auto in_tag) {
-    using In = typename decltype(in_tag)::type;
-    dispatch_all(dst_t, [&](auto out_tag) {
-      using Out = typename decltype(out_tag)::type;
-      const In* s = static_cast<const In*>(src);
-      Out* d = static_cast<Out*>(dst);
-      parallel_for(static_cast<int64_t>(n), 1 << 16, [&](int64_t b, int64_t e) {
-        cast_loop(s + b, d + b, static_cast<size_t>(e - b));
-      });
-    });
+  const size_t in_size = src_t.size, out_size = dst_t.size;
+  parallel_for(static_cast<int64_t>(n), 1 << 16, [&](int64_t b, int64_t e) {
+    tessera::cast_contiguous(static_cast<const char*>(src) + b * in_size, src_t,
+                             static_cast<char*>(dst) + b * out_size, dst_t,
+                             static_cast<size_t>(e - b));
   });
 }
 

@@ -1,5 +1,4 @@
-// Copies with casts: the CPU kernels behind Copy, AsType, contiguous inputs
-// and array constructors.
+// Copies with casts: the CPU kernels behind Copy, AsType and contiguous inputs.
 #pragma once
 
 #include <cstddef>
@@ -8,7 +7,8 @@
 
 namespace tessera::cpu {
 
-// n contiguous elements of type src_t -> dst_t.
+// n contiguous elements of type src_t -> dst_t, split over the CPU threads
+// (tessera::cast_contiguous on each part).
 void cast_contiguous(const void* src, Dtype src_t, void* dst, Dtype dst_t, size_t n);
 
 // Copies the elements of `in` (any strides, broadcast included) into the data of

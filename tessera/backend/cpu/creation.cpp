@@ -4,8 +4,8 @@
 
 #include "tessera/backend/common/views.h"
 #include "tessera/backend/cpu/copy.h"
-#include "tessera/backend/cpu/dispatch.h"
-#include "tessera/backend/cpu/strided.h"
+#include "tessera/core/dispatch.h"
+#include "tessera/backend/common/strided.h"
 #include "tessera/backend/cpu/threading.h"
 #include "tessera/ops/primitives/creation.h"
 
@@ -28,18 +28,18 @@ void fill_indexed(array& out, F&& f) {
 
 void Arange::eval_cpu(const std::vector<array>& inputs, array& out) {
   out.set_data(allocator::malloc(out.nbytes()));
-  cpu::dispatch_all(out.dtype(), [&](auto tag) {
+  tessera::dispatch_all(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (cpu::is_integral_v<T>) {
+    if constexpr (tessera::is_integral_v<T>) {
       // Modular arithmetic in 64 bits, truncated to T: the increment is
       // dtype(start + step) - dtype(start), wrapping like the dtype does.
-      uint64_t s = static_cast<uint64_t>(cpu::cast_to<T>(start_));
-      uint64_t inc = static_cast<uint64_t>(cpu::cast_to<T>(start_ + step_)) - s;
+      uint64_t s = static_cast<uint64_t>(tessera::cast_to<T>(start_));
+      uint64_t inc = static_cast<uint64_t>(tessera::cast_to<T>(start_ + step_)) - s;
       fill_indexed<T>(out, [=](int64_t i) { return static_cast<T>(s + uint64_t(i) * inc); });
     } else {
-      double s = cpu::cast_to<double>(cpu::cast_to<T>(start_));
-      double inc = cpu::cast_to<double>(cpu::cast_to<T>(start_ + step_)) - s;
-      fill_indexed<T>(out, [=](int64_t i) { return cpu::cast_to<T>(s + double(i) * inc); });
+      double s = tessera::cast_to<double>(tessera::cast_to<T>(start_));
+      double inc = tessera::cast_to<double>(tessera::cast_to<T>(start_ + step_)) - s;
+      fill_indexed<T>(out, [=](int64_t i) { return tessera::cast_to<T>(s + double(i) * inc); });
     }
   });
 }
@@ -51,12 +51,12 @@ void Linspace::eval_cpu(const std::vector<array>& inputs, array& out) {
   const double step = div > 0 ? (stop_ - start_) / double(div) : 0.0;
   const double start = start_, stop = stop_;
   const bool exact_end = endpoint_ && n > 1;
-  cpu::dispatch_all(out.dtype(), [&](auto tag) {
+  tessera::dispatch_all(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     fill_indexed<T>(out, [=](int64_t i) {
       double v = (exact_end && i == n - 1) ? stop : start + double(i) * step;
-      if constexpr (cpu::is_integral_v<T>) v = std::floor(v);
-      return cpu::cast_to<T>(v);
+      if constexpr (tessera::is_integral_v<T>) v = std::floor(v);
+      return tessera::cast_to<T>(v);
     });
   });
 }
@@ -81,13 +81,13 @@ void Band::eval_cpu(const std::vector<array>& inputs, array& out) {
   const int64_t cols = out.shape(nd - 1);
   const Strides out_strides = row_major_strides(out.shape());
   const int64_t lo = lo_, hi = hi_;
-  cpu::dispatch_bytes(out.dtype(), [&](auto tag) {
+  tessera::dispatch_bytes(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* src = in_place ? nullptr : in.data<T>();
     T* dst = out.data<T>();
     int64_t rows = static_cast<int64_t>(out.size()) / cols;
     cpu::parallel_for(rows, std::max<int64_t>(1, kGrain / cols), [&](int64_t b, int64_t e) {
-      cpu::for_each_row<2>(
+      tessera::for_each_row<2>(
           out.shape(), {in_strides, out_strides}, b, e,
           [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& inc) {
             int64_t i = (off[1] / cols) % rows_per_matrix;

@@ -6,8 +6,8 @@
 #include <limits>
 
 #include "tessera/backend/cpu/copy.h"
-#include "tessera/backend/cpu/dispatch.h"
-#include "tessera/backend/cpu/strided.h"
+#include "tessera/core/dispatch.h"
+#include "tessera/backend/common/strided.h"
 #include "tessera/backend/cpu/threading.h"
 #include "tessera/memory/allocator.h"
 #include "tessera/ops/primitives/indexing.h"
@@ -22,21 +22,11 @@ inline int64_t in_range(int64_t v, int64_t n, int64_t w) {
   return (v >= 0 && v <= n - w) ? v : -1;
 }
 
-// Calls f(TypeTag<I>) for the index dtype (int32 or int64).
-template <typename F>
-void dispatch_index(Dtype t, F&& f) {
-  if (t == int32) {
-    f(cpu::TypeTag<int32_t>{});
-  } else {
-    f(cpu::TypeTag<int64_t>{});
-  }
-}
-
 // Element offsets of the row-major positions of a window of `shape` in an
 // array of `strides`.
 std::vector<int64_t> window_offsets(const Shape& shape, const Strides& strides) {
   std::vector<int64_t> off(shape_size(shape));
-  for (size_t j = 0; j < off.size(); ++j) off[j] = cpu::elem_to_loc(j, shape, strides);
+  for (size_t j = 0; j < off.size(); ++j) off[j] = tessera::elem_to_loc(j, shape, strides);
   return off;
 }
 
@@ -70,7 +60,7 @@ struct IndexTuples {
   int64_t start(int64_t i) const {
     int64_t base = 0;
     for (size_t k = 0; k < data.size(); ++k) {
-      int64_t loc = dense ? i : cpu::elem_to_loc(i, shape, strides[k]);
+      int64_t loc = dense ? i : tessera::elem_to_loc(i, shape, strides[k]);
       int64_t v = in_range(static_cast<const I*>(data[k])[loc], extent[k], window[k]);
       if (v < 0) return kOutOfRange;
       base += v * step[k];
@@ -92,18 +82,18 @@ void copy_or_donate(const array& a, array& out) {
 // The combination of a scatter's reduction, in T's compute type.
 template <typename T>
 struct Combine {
-  using C = cpu::compute_t<T>;
+  using C = tessera::compute_t<T>;
   static T apply(Scatter::ReduceType type, T a, T b) {
     C x = static_cast<C>(a), y = static_cast<C>(b);
     switch (type) {
       case Scatter::None: return b;
-      case Scatter::Sum: return cpu::cast_to<T>(x + y);
-      case Scatter::Prod: return cpu::cast_to<T>(x * y);
+      case Scatter::Sum: return tessera::cast_to<T>(x + y);
+      case Scatter::Prod: return tessera::cast_to<T>(x * y);
       case Scatter::Max:
-        if constexpr (!cpu::is_complex_v<T>) return (y != y || y > x) ? b : a;
+        if constexpr (!tessera::is_complex_v<T>) return (y != y || y > x) ? b : a;
         break;
       case Scatter::Min:
-        if constexpr (!cpu::is_complex_v<T>) return (y != y || y < x) ? b : a;
+        if constexpr (!tessera::is_complex_v<T>) return (y != y || y < x) ? b : a;
         break;
     }
     return b;
@@ -122,7 +112,7 @@ void Gather::eval_cpu(const std::vector<array>& inputs, array& out) {
   const int64_t w = static_cast<int64_t>(offsets.size());
   const int64_t n = static_cast<int64_t>(out.size()) / w;
   Dtype it = idx.empty() ? int32 : idx[0].dtype();
-  cpu::dispatch_bytes(a.dtype(), [&](auto tag) {
+  tessera::dispatch_bytes(a.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     dispatch_index(it, [&](auto itag) {
       using I = typename decltype(itag)::type;
@@ -166,7 +156,7 @@ void Scatter::eval_cpu(const std::vector<array>& inputs, array& out) {
   const int64_t n = static_cast<int64_t>(upd.size()) / w;
   Dtype it = idx.empty() ? int32 : idx[0].dtype();
   auto type = type_;
-  cpu::dispatch_all(out.dtype(), [&](auto tag) {
+  tessera::dispatch_all(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     dispatch_index(it, [&](auto itag) {
       using I = typename decltype(itag)::type;
@@ -193,11 +183,11 @@ void GatherAxis::eval_cpu(const std::vector<array>& inputs, array& out) {
   const int64_t step = a_strides[axis_], extent = a.shape(axis_);
   a_strides[axis_] = 0;
   auto [shape, strides] =
-      cpu::collapse_contiguous_dims(out.shape(), {a_strides, idx.strides(), out.strides()});
+      tessera::collapse_contiguous_dims(out.shape(), {a_strides, idx.strides(), out.strides()});
   std::array<Strides, 3> st{strides[0], strides[1], strides[2]};
-  const int64_t rows = cpu::num_rows(shape);
+  const int64_t rows = tessera::num_rows(shape);
   const int64_t row_len = shape.empty() ? 1 : shape.back();
-  cpu::dispatch_bytes(a.dtype(), [&](auto tag) {
+  tessera::dispatch_bytes(a.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     dispatch_index(idx.dtype(), [&](auto itag) {
       using I = typename decltype(itag)::type;
@@ -205,7 +195,7 @@ void GatherAxis::eval_cpu(const std::vector<array>& inputs, array& out) {
       const I* ip = idx.data<I>();
       T* dst = out.data<T>();
       cpu::parallel_for(rows, std::max<int64_t>(1, (1 << 15) / row_len), [&](int64_t b, int64_t e) {
-        cpu::for_each_row<3>(shape, st, b, e,
+        tessera::for_each_row<3>(shape, st, b, e,
                              [&](const std::array<int64_t, 3>& off, int64_t m,
                                  const std::array<int64_t, 3>& inc) {
                                for (int64_t i = 0; i < m; ++i) {
@@ -227,17 +217,17 @@ void ScatterAxis::eval_cpu(const std::vector<array>& inputs, array& out) {
   const int64_t step = o_strides[axis_], extent = out.shape(axis_);
   o_strides[axis_] = 0;
   auto [shape, strides] =
-      cpu::collapse_contiguous_dims(upd.shape(), {upd.strides(), idx.strides(), o_strides});
+      tessera::collapse_contiguous_dims(upd.shape(), {upd.strides(), idx.strides(), o_strides});
   std::array<Strides, 3> st{strides[0], strides[1], strides[2]};
   const bool sum = type_ == Sum;
-  cpu::dispatch_all(out.dtype(), [&](auto tag) {
+  tessera::dispatch_all(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     dispatch_index(idx.dtype(), [&](auto itag) {
       using I = typename decltype(itag)::type;
       const T* u = upd.data<T>();
       const I* ip = idx.data<I>();
       T* dst = out.data<T>();
-      cpu::for_each_row<3>(shape, st, 0, cpu::num_rows(shape),
+      tessera::for_each_row<3>(shape, st, 0, tessera::num_rows(shape),
                            [&](const std::array<int64_t, 3>& off, int64_t m,
                                const std::array<int64_t, 3>& inc) {
                              for (int64_t i = 0; i < m; ++i) {
@@ -257,15 +247,15 @@ void MaskedScatter::eval_cpu(const std::vector<array>& inputs, array& out) {
   const array src = cpu::ensure_row_contiguous(inputs[2]);
   copy_or_donate(inputs[0], out);
   const int64_t available = static_cast<int64_t>(src.size());
-  auto [shape, strides] = cpu::collapse_contiguous_dims(mask.shape(), {mask.strides()});
+  auto [shape, strides] = tessera::collapse_contiguous_dims(mask.shape(), {mask.strides()});
   std::array<Strides, 1> st{strides[0]};
-  cpu::dispatch_bytes(out.dtype(), [&](auto tag) {
+  tessera::dispatch_bytes(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const bool* m = mask.data<bool>();
     const T* s = src.data<T>();
     T* dst = out.data<T>();
     int64_t pos = 0, used = 0;
-    cpu::for_each_row<1>(shape, st, 0, cpu::num_rows(shape),
+    tessera::for_each_row<1>(shape, st, 0, tessera::num_rows(shape),
                          [&](const std::array<int64_t, 1>& off, int64_t n,
                              const std::array<int64_t, 1>& inc) {
                            for (int64_t i = 0; i < n; ++i, ++pos) {

@@ -14,10 +14,10 @@
 
 #include "tessera/backend/cpu/blas.h"
 #include "tessera/backend/cpu/copy.h"
-#include "tessera/backend/cpu/dispatch.h"
-#include "tessera/backend/cpu/strided.h"
+#include "tessera/core/dispatch.h"
+#include "tessera/backend/common/strided.h"
 #include "tessera/backend/cpu/threading.h"
-#include "tessera/ops/primitives/linalg.h"
+#include "tessera/ops/primitives/matmul.h"
 
 namespace tessera {
 
@@ -120,8 +120,8 @@ void batched_gemm(const Operand& a, const Operand& b, array& target, int64_t M, 
     blas_layout(K, N, b.row, b.col, tb, ldb);
   }
   for (int64_t bi = 0; bi < batches; ++bi) {
-    const T* A = pa + cpu::elem_to_loc(bi, batch_shape, a.batch_strides);
-    const T* B = pb + cpu::elem_to_loc(bi, batch_shape, b.batch_strides);
+    const T* A = pa + tessera::elem_to_loc(bi, batch_shape, a.batch_strides);
+    const T* B = pb + tessera::elem_to_loc(bi, batch_shape, b.batch_strides);
     T* C = out + bi * M * N;
     if constexpr (std::is_same_v<T, float>) {
       cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, N);
@@ -130,7 +130,7 @@ void batched_gemm(const Operand& a, const Operand& b, array& target, int64_t M, 
     } else if constexpr (std::is_same_v<T, complex64_t>) {
       const complex64_t al(alpha, 0.f), be(beta, 0.f);
       cblas_cgemm(CblasRowMajor, ta, tb, M, N, K, &al, A, lda, B, ldb, &be, C, N);
-    } else if constexpr (cpu::is_integral_v<T> || std::is_same_v<T, bool>) {
+    } else if constexpr (tessera::is_integral_v<T> || std::is_same_v<T, bool>) {
       if (alpha != 1.f || beta != 0.f) {
         throw std::logic_error("[Matmul] alpha and beta need an inexact dtype (bug)");
       }
@@ -148,9 +148,9 @@ void scale(array& target, float beta) {
     std::memset(target.raw_data(), 0, target.nbytes());
     return;
   }
-  cpu::dispatch_all(target.dtype(), [&](auto tag) {
+  tessera::dispatch_all(target.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (std::is_floating_point_v<T> || cpu::is_complex_v<T>) {
+    if constexpr (std::is_floating_point_v<T> || tessera::is_complex_v<T>) {
       T* p = target.data<T>();
       for (size_t i = 0; i < target.size(); ++i) p[i] *= beta;
     } else {
@@ -164,9 +164,9 @@ void run_gemm(const array& a_in, const array& b_in, array& target, int64_t M, in
   const Dtype compute = target.dtype();
   Operand a = prepare(a_in, compute);
   Operand b = prepare(b_in, compute);
-  cpu::dispatch_all(compute, [&](auto tag) {
+  tessera::dispatch_all(compute, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (cpu::is_half_v<T>) {
+    if constexpr (tessera::is_half_v<T>) {
       throw std::logic_error("[Matmul] 16-bit floats are computed in float32 (bug)");
     } else {
       batched_gemm<T>(a, b, target, M, N, K, alpha, beta, accumulate);

@@ -14,7 +14,7 @@
 #include "tessera/backend/common/quantize.h"
 #include "tessera/backend/cpu/blas.h"
 #include "tessera/backend/cpu/copy.h"
-#include "tessera/backend/cpu/dispatch.h"
+#include "tessera/core/dispatch.h"
 #include "tessera/backend/cpu/threading.h"
 #include "tessera/ops/primitives/quantized.h"
 
@@ -29,9 +29,9 @@ constexpr int kSmallM = 2;
 // Calls f(TypeTag<T>{}) for a floating dtype.
 template <typename F>
 void dispatch_float(Dtype t, const char* op, F&& f) {
-  cpu::dispatch_all(t, [&](auto tag) {
+  tessera::dispatch_all(t, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (cpu::is_float_v<T>) {
+    if constexpr (tessera::is_float_v<T>) {
       f(tag);
     } else {
       throw std::logic_error(std::string("[") + op + "] dtype " + dtype_name(t) +
@@ -55,8 +55,8 @@ void dequantize_rows(const uint32_t* w, const T* scales, const T* biases, int64_
         const uint32_t* row = w + r * words;
         C* out = dst + (r - r0) * values;
         for (int64_t g = 0; g < groups; ++g) {
-          const C s = static_cast<C>(static_cast<cpu::compute_t<T>>(scales[r * groups + g]));
-          const C z = static_cast<C>(static_cast<cpu::compute_t<T>>(biases[r * groups + g]));
+          const C s = static_cast<C>(static_cast<tessera::compute_t<T>>(scales[r * groups + g]));
+          const C z = static_cast<C>(static_cast<tessera::compute_t<T>>(biases[r * groups + g]));
           for (int64_t c = g * group_size; c < (g + 1) * group_size; c += 32) {
             quant::unpack32<B>(row + c / 32 * B, q);
             for (int i = 0; i < 32; ++i) out[c + i] = s * static_cast<C>(q[i]) + z;
@@ -95,8 +95,8 @@ void small_m_transposed(const C* x, int64_t M, int64_t K, const uint32_t* w, con
             for (int i = 0; i < 32; ++i) lanes[m][i] += qf[i] * xm[i];
           }
         }
-        const C s = static_cast<C>(static_cast<cpu::compute_t<T>>(scales[n * groups + g]));
-        const C z = static_cast<C>(static_cast<cpu::compute_t<T>>(biases[n * groups + g]));
+        const C s = static_cast<C>(static_cast<tessera::compute_t<T>>(scales[n * groups + g]));
+        const C z = static_cast<C>(static_cast<tessera::compute_t<T>>(biases[n * groups + g]));
         for (int64_t m = 0; m < M; ++m) {
           C dot = C(0);
           for (int i = 0; i < 32; ++i) dot += lanes[m][i];
@@ -120,8 +120,8 @@ void small_m_plain(const C* x, int64_t M, int64_t K, const uint32_t* w, const T*
     for (int64_t k = 0; k < K; ++k) {
       const uint32_t* row = w + k * words;
       for (int64_t g = g0; g < g1; ++g) {
-        const C s = static_cast<C>(static_cast<cpu::compute_t<T>>(scales[k * groups + g]));
-        const C z = static_cast<C>(static_cast<cpu::compute_t<T>>(biases[k * groups + g]));
+        const C s = static_cast<C>(static_cast<tessera::compute_t<T>>(scales[k * groups + g]));
+        const C z = static_cast<C>(static_cast<tessera::compute_t<T>>(biases[k * groups + g]));
         for (int64_t c = g * group_size; c < (g + 1) * group_size; c += 32) {
           quant::unpack32<B>(row + c / 32 * B, q);
           for (int64_t m = 0; m < M; ++m) {
@@ -156,7 +156,7 @@ void Quantize::eval_cpu(const std::vector<array>& inputs, std::vector<array>& ou
   const int64_t groups = static_cast<int64_t>(w.size()) / g;
   dispatch_float(w.dtype(), "Quantize", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    using C = cpu::compute_t<T>;
+    using C = tessera::compute_t<T>;
     const T* src = w.data<T>();
     uint32_t* packed = outputs[0].data<uint32_t>();
     T* scales = outputs[1].data<T>();
@@ -193,7 +193,7 @@ void Dequantize::eval_cpu(const std::vector<array>& inputs, array& out) {
   const int64_t values = out.shape(-1), rows = static_cast<int64_t>(out.size()) / values;
   dispatch_float(out.dtype(), "Dequantize", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    using C = cpu::compute_t<T>;
+    using C = tessera::compute_t<T>;
     if constexpr (std::is_same_v<T, C>) {
       dequantize_rows<T, C>(w.data<uint32_t>(), scales.data<T>(), biases.data<T>(), 0, rows,
                             values, group_size_, bits_, out.data<T>());

@@ -15,8 +15,8 @@
 #include <type_traits>
 
 #include "tessera/backend/common/axis_plan.h"
-#include "tessera/backend/cpu/dispatch.h"
-#include "tessera/backend/cpu/strided.h"
+#include "tessera/core/dispatch.h"
+#include "tessera/backend/common/strided.h"
 #include "tessera/backend/cpu/threading.h"
 #include "tessera/ops/primitives/scan.h"
 

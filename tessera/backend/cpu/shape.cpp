@@ -3,8 +3,8 @@
 
 #include "tessera/backend/common/views.h"
 #include "tessera/backend/cpu/copy.h"
-#include "tessera/backend/cpu/dispatch.h"
-#include "tessera/backend/cpu/strided.h"
+#include "tessera/core/dispatch.h"
+#include "tessera/backend/common/strided.h"
 #include "tessera/ops/primitives/shape.h"
 
 namespace tessera {
@@ -16,11 +16,11 @@ using views::view_of;
 // The integers of a (small) index array, in row-major order.
 std::vector<int64_t> read_indices(const array& idx) {
   std::vector<int64_t> v(idx.size());
-  cpu::dispatch_all(idx.dtype(), [&](auto tag) {
+  tessera::dispatch_all(idx.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* p = idx.data<T>();
     for (size_t i = 0; i < v.size(); ++i) {
-      v[i] = cpu::cast_to<int64_t>(p[cpu::elem_to_loc(i, idx.shape(), idx.strides())]);
+      v[i] = tessera::cast_to<int64_t>(p[tessera::elem_to_loc(i, idx.shape(), idx.strides())]);
     }
   });
   return v;

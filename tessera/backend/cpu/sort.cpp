@@ -25,8 +25,8 @@
 
 #include "tessera/backend/common/axis_plan.h"
 #include "tessera/backend/common/sort_keys.h"
-#include "tessera/backend/cpu/dispatch.h"
-#include "tessera/backend/cpu/strided.h"
+#include "tessera/core/dispatch.h"
+#include "tessera/backend/common/strided.h"
 #include "tessera/backend/cpu/threading.h"
 #include "tessera/memory/allocator.h"
 #include "tessera/ops/primitives/sort.h"

@@ -1,5 +1,5 @@
 // eval_gpu of the binary elementwise primitives: one generic kernel, templated
-// on the scalar functor of backend/cpu/elementwise.h (the CPU kernels' own),
+// on the scalar functor of backend/common/elementwise.h (the CPU kernels' own),
 // plus Select, AllTrue and DivMod.
 //
 // The kernel picks one case per call, as the CPU one does:
@@ -16,7 +16,7 @@
 #include <optional>
 #include <string>
 
-#include "tessera/backend/cpu/strided.h"
+#include "tessera/backend/common/strided.h"
 #include "tessera/backend/cuda/elementwise.cuh"
 #include "tessera/backend/cuda/indexing.cuh"
 #include "tessera/ops/primitives/binary.h"
@@ -26,7 +26,7 @@ namespace tessera {
 namespace gpu {
 #define TESSERA_SIGN_BLIND(NAME) \
   template <>                    \
-  inline constexpr bool sign_blind<cpu::NAME> = true;
+  inline constexpr bool sign_blind<scalar::NAME> = true;
 TESSERA_SIGN_BLIND(Add)
 TESSERA_SIGN_BLIND(Subtract)
 TESSERA_SIGN_BLIND(Multiply)
@@ -46,7 +46,7 @@ template <typename T>
 inline constexpr std::optional<TinyType> tiny_type = std::nullopt;
 #define TESSERA_TINY_CODE(OP, CODE) \
   template <>                        \
-  inline constexpr std::optional<TinyCode> tiny_code<cpu::OP> = TinyCode::CODE;
+  inline constexpr std::optional<TinyCode> tiny_code<scalar::OP> = TinyCode::CODE;
 TESSERA_TINY_CODE(Add, add)
 TESSERA_TINY_CODE(Subtract, subtract)
 TESSERA_TINY_CODE(Multiply, multiply)
@@ -295,7 +295,7 @@ void binary_typed(const array& a, const array& b, array& out, const Op& op, cons
   Out* o = (a.flags().row_contiguous && donor(a))   ? gpu::donate<Out>(out, a, s)
            : (b.flags().row_contiguous && donor(b)) ? gpu::donate<Out>(out, b, s)
                                                     : gpu::allocate_output<Out>(out, s);
-  auto [shape, strides] = cpu::collapse_contiguous_dims(out.shape(), {a.strides(), b.strides()});
+  auto [shape, strides] = tessera::collapse_contiguous_dims(out.shape(), {a.strides(), b.strides()});
   const int64_t n = static_cast<int64_t>(out.size());
 
   auto row_operand = [&](const In* p, const Strides& st, RowOperand<In>& x) {
@@ -342,7 +342,7 @@ void binary_typed(const array& a, const array& b, array& out, const Op& op, cons
 }
 
 // Dispatches once on the (common) input dtype; see Note [Supported types] in
-// backend/cpu/elementwise.h.
+// backend/common/elementwise.h.
 template <typename Op>
 void binary_op(const array& a, const array& b, array& out, const Op& op, const char* name,
                const Stream& s, bool donate = true) {
@@ -350,9 +350,9 @@ void binary_op(const array& a, const array& b, array& out, const Op& op, const c
     gpu::allocate_output(out, s);
     return;
   }
-  cpu::dispatch_all(a.dtype(), [&](auto tag) {
+  tessera::dispatch_all(a.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (Op::template supports<cpu::compute_t<T>>) {
+    if constexpr (Op::template supports<tessera::compute_t<T>>) {
       binary_typed<Op, T>(a, b, out, op, name, donate, s);
     } else {
       gpu::throw_unsupported(name, a.dtype());
@@ -445,7 +445,7 @@ void select_typed(const array& c, const array& x, const array& y, array& out, co
   }
   T* o = gpu::allocate_output<T>(out, s);
   auto [shape, strides] =
-      cpu::collapse_contiguous_dims(out.shape(), {c.strides(), x.strides(), y.strides()});
+      tessera::collapse_contiguous_dims(out.shape(), {c.strides(), x.strides(), y.strides()});
   const int64_t n = static_cast<int64_t>(out.size());
   select_strided<T><<<gpu::strided_grid(n), kBlock, 0, stream>>>(
       pc, px, py, o, n, gpu::make_dims<3>(shape, strides));
@@ -487,45 +487,24 @@ __global__ void __launch_bounds__(kBlock)
 
 #define TESSERA_BINARY_EVAL_GPU(NAME)                                          \
   void NAME::eval_gpu(const std::vector<array>& inputs, array& out) {          \
-    binary_op(inputs[0], inputs[1], out, cpu::NAME{}, name(), stream());       \
+    binary_op(inputs[0], inputs[1], out, scalar::NAME{}, name(), stream());       \
   }
 
-TESSERA_BINARY_EVAL_GPU(Add)
-TESSERA_BINARY_EVAL_GPU(Subtract)
-TESSERA_BINARY_EVAL_GPU(Multiply)
-TESSERA_BINARY_EVAL_GPU(Divide)
-TESSERA_BINARY_EVAL_GPU(FloorDivide)
-TESSERA_BINARY_EVAL_GPU(Remainder)
-TESSERA_BINARY_EVAL_GPU(Power)
-TESSERA_BINARY_EVAL_GPU(Maximum)
-TESSERA_BINARY_EVAL_GPU(Minimum)
-TESSERA_BINARY_EVAL_GPU(LogAddExp)
-TESSERA_BINARY_EVAL_GPU(ArcTan2)
-TESSERA_BINARY_EVAL_GPU(NotEqual)
-TESSERA_BINARY_EVAL_GPU(Greater)
-TESSERA_BINARY_EVAL_GPU(GreaterEqual)
-TESSERA_BINARY_EVAL_GPU(Less)
-TESSERA_BINARY_EVAL_GPU(LessEqual)
-TESSERA_BINARY_EVAL_GPU(LogicalAnd)
-TESSERA_BINARY_EVAL_GPU(LogicalOr)
-TESSERA_BINARY_EVAL_GPU(LogicalXor)
-TESSERA_BINARY_EVAL_GPU(BitwiseAnd)
-TESSERA_BINARY_EVAL_GPU(BitwiseOr)
-TESSERA_BINARY_EVAL_GPU(BitwiseXor)
-TESSERA_BINARY_EVAL_GPU(LeftShift)
-TESSERA_BINARY_EVAL_GPU(RightShift)
+#define TESSERA_EVAL_ROW(NAME, FN, RULE) TESSERA_BINARY_EVAL_GPU(NAME)
+TESSERA_BINARY_OPS(TESSERA_EVAL_ROW)
+#undef TESSERA_EVAL_ROW
 #undef TESSERA_BINARY_EVAL_GPU
 
 void Equal::eval_gpu(const std::vector<array>& inputs, array& out) {
   if (equal_nan_) {
-    binary_op(inputs[0], inputs[1], out, cpu::EqualNan{}, name(), stream());
+    binary_op(inputs[0], inputs[1], out, scalar::EqualNan{}, name(), stream());
   } else {
-    binary_op(inputs[0], inputs[1], out, cpu::Equal{}, name(), stream());
+    binary_op(inputs[0], inputs[1], out, scalar::Equal{}, name(), stream());
   }
 }
 
 void IsClose::eval_gpu(const std::vector<array>& inputs, array& out) {
-  cpu::IsClose op;
+  scalar::IsClose op;
   op.rtol = rtol_;
   op.atol = atol_;
   op.equal_nan = equal_nan_;
@@ -534,9 +513,9 @@ void IsClose::eval_gpu(const std::vector<array>& inputs, array& out) {
 
 void DivMod::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
   // The quotient must not take an input's buffer: the remainder still reads it.
-  binary_op(inputs[0], inputs[1], outputs[0], cpu::FloorDivide{}, name(), stream(),
+  binary_op(inputs[0], inputs[1], outputs[0], scalar::FloorDivide{}, name(), stream(),
             /*donate=*/false);
-  binary_op(inputs[0], inputs[1], outputs[1], cpu::Remainder{}, name(), stream());
+  binary_op(inputs[0], inputs[1], outputs[1], scalar::Remainder{}, name(), stream());
 }
 
 void Select::eval_gpu(const std::vector<array>& inputs, array& out) {
@@ -544,7 +523,7 @@ void Select::eval_gpu(const std::vector<array>& inputs, array& out) {
     gpu::allocate_output(out, stream());
     return;
   }
-  cpu::dispatch_bytes(out.dtype(), [&](auto tag) {
+  tessera::dispatch_bytes(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     select_typed<T>(inputs[0], inputs[1], inputs[2], out, name(), stream());
   });
@@ -563,7 +542,7 @@ void AllTrue::eval_gpu(const std::vector<array>& inputs, array& out) {
     unsigned grid = gpu::grid_size(n / 16, kBlock, s);
     all_true_contiguous<<<grid, kBlock, 0, cs>>>(p, n, o);
   } else {
-    auto [shape, strides] = cpu::collapse_contiguous_dims(in.shape(), {in.strides()});
+    auto [shape, strides] = tessera::collapse_contiguous_dims(in.shape(), {in.strides()});
     const int64_t n = static_cast<int64_t>(in.size());
     unsigned grid = static_cast<unsigned>((n + kBlock - 1) / kBlock);
     all_true_strided<<<grid, kBlock, 0, cs>>>(p, n, gpu::make_dims<1>(shape, strides), o);

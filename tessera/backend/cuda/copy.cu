@@ -5,7 +5,7 @@
 #include <cstdlib>
 
 #include "tessera/backend/common/views.h"
-#include "tessera/backend/cpu/strided.h"
+#include "tessera/backend/common/strided.h"
 #include "tessera/backend/cuda/copy.h"
 #include "tessera/backend/cuda/device.h"
 #include "tessera/backend/cuda/indexing.cuh"
@@ -141,7 +141,7 @@ void copy_general(const In* src, Out* dst, const Shape& shape, const Strides& in
       outer_shape, {Strides(in_strides.begin(), in_strides.end() - 1),
                     Strides(out_strides.begin(), out_strides.end() - 1)});
   const int64_t last_n = shape[nd - 1];
-  const int64_t rows = cpu::num_rows(shape);
+  const int64_t rows = tessera::num_rows(shape);
   const int64_t items = rows * ((last_n + kWork - 1) / kWork);
   const unsigned blocks = grid_blocks(items, kThreads);
   const bool small = items + int64_t(blocks) * kThreads <= INT32_MAX &&
@@ -208,7 +208,7 @@ void copy_gpu(const Shape& shape, const void* src, Dtype src_t, const Strides& s
               void* dst, Dtype dst_t, const Strides& dst_strides, const Stream& s,
               const char* op, const int64_t* src_dyn, const int64_t* dst_dyn) {
   if (shape_size(shape) == 0) return;
-  auto [cshape, cstrides] = cpu::collapse_contiguous_dims(shape, {src_strides, dst_strides});
+  auto [cshape, cstrides] = tessera::collapse_contiguous_dims(shape, {src_strides, dst_strides});
   const Strides& in_str = cstrides[0];
   const Strides& out_str = cstrides[1];
   cudaStream_t stream = cuda_stream(s);

@@ -6,7 +6,7 @@
 //                 dst, out.dtype(), out.strides(), s, "Pad");
 //
 // Note [GPU copy paths]
-// After the dimensions of a copy are collapsed (cpu::collapse_contiguous_dims),
+// After the dimensions of a copy are collapsed (tessera::collapse_contiguous_dims),
 // one of three kernels runs: a dense 1-D pass with 16-byte loads and stores
 // (cudaMemcpyAsync when nothing is cast); a tiled transpose through shared
 // memory when the source is dense along one axis and the destination along
@@ -60,7 +60,7 @@ void cast_gpu(const void* src, Dtype src_t, void* dst, Dtype dst_t, size_t n, co
 unsigned int grid_blocks(int64_t n, int threads);
 
 #ifdef __CUDACC__
-// The conversion of cpu::cast_to, element for element: complex -> real keeps
+// The conversion of tessera::cast_to, element for element: complex -> real keeps
 // the real part, anything -> bool is "nonzero", float -> integer clamps to the
 // destination range (NaN -> 0), 16-bit floats round to nearest even from float.
 template <typename Out, typename In>
@@ -83,15 +83,7 @@ __device__ __forceinline__ Out cast_to(In v) {
     return __float2bfloat16_rn(static_cast<float>(widen(v)));
   } else if constexpr (std::is_integral_v<Out> && is_float_v<In>) {
     using F = std::conditional_t<std::is_same_v<In, double>, double, float>;
-    F f = static_cast<F>(widen(v));
-    if (f != f) return Out(0);
-    if (f <= static_cast<F>(std::numeric_limits<Out>::lowest())) {
-      return std::numeric_limits<Out>::lowest();
-    }
-    if (f >= static_cast<F>(std::numeric_limits<Out>::max())) {
-      return std::numeric_limits<Out>::max();
-    }
-    return static_cast<Out>(f);
+    return tessera::float_to_int<Out>(static_cast<F>(widen(v)));
   } else {
     return static_cast<Out>(widen(v));
   }

@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "tessera/backend/common/views.h"
-#include "tessera/backend/cpu/dispatch.h"
-#include "tessera/backend/cpu/strided.h"
+#include "tessera/core/dispatch.h"
+#include "tessera/backend/common/strided.h"
 #include "tessera/backend/cuda/copy.h"
 #include "tessera/backend/cuda/device.h"
 #include "tessera/backend/cuda/indexing.cuh"
@@ -74,14 +74,14 @@ void Arange::eval_gpu(const std::vector<array>& inputs, array& out) {
   // The start and effective increment, computed on the host as the CPU does.
   double sd = 0, incd = 0;
   uint64_t si = 0, inci = 0;
-  cpu::dispatch_all(out.dtype(), [&](auto tag) {
+  tessera::dispatch_all(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (cpu::is_integral_v<T>) {
-      si = static_cast<uint64_t>(cpu::cast_to<T>(start_));
-      inci = static_cast<uint64_t>(cpu::cast_to<T>(start_ + step_)) - si;
+    if constexpr (tessera::is_integral_v<T>) {
+      si = static_cast<uint64_t>(tessera::cast_to<T>(start_));
+      inci = static_cast<uint64_t>(tessera::cast_to<T>(start_ + step_)) - si;
     } else {
-      sd = cpu::cast_to<double>(cpu::cast_to<T>(start_));
-      incd = cpu::cast_to<double>(cpu::cast_to<T>(start_ + step_)) - sd;
+      sd = tessera::cast_to<double>(tessera::cast_to<T>(start_));
+      incd = tessera::cast_to<double>(tessera::cast_to<T>(start_ + step_)) - sd;
     }
   });
   gpu::dispatch_device(out.dtype(), [&](auto tag) {
@@ -133,7 +133,7 @@ void Band::eval_gpu(const std::vector<array>& inputs, array& out) {
   const int64_t n = static_cast<int64_t>(out.size());
   const int64_t rows = out.shape(nd - 2), cols = out.shape(nd - 1);
   auto [shape, strides] =
-      cpu::collapse_contiguous_dims(out.shape(), {in_strides, row_major_strides(out.shape())});
+      tessera::collapse_contiguous_dims(out.shape(), {in_strides, row_major_strides(out.shape())});
   auto dims = gpu::make_dims<1>(shape, {strides[0]});
   int64_t span = 0;
   for (size_t d = 0; d < shape.size(); ++d) span += int64_t(shape[d] - 1) * std::abs(strides[0][d]);

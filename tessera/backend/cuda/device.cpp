@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "tessera/backend/cuda/tiny.h"
-#include "tessera/backend/gpu.h"
+#include "tessera/core/gpu.h"
 #include "tessera/memory/allocator.h"
 
 namespace tessera::gpu {

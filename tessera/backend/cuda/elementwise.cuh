@@ -4,10 +4,10 @@
 //
 //   using D = gpu::device_t<float16_t>;               // __half
 //   float c = gpu::to_compute(x);                      // the functor's argument
-//   out[i] = gpu::from_compute<D>(cpu::Exp{}(c));
+//   out[i] = gpu::from_compute<D>(scalar::Exp{}(c));
 //
 // Elements are stored as their device types (types.cuh); functors
-// (backend/cpu/elementwise.h) see the compute types: float for the 16-bit
+// (backend/common/elementwise.h) see the compute types: float for the 16-bit
 // floats, cuda::std::complex<float> for complex64.
 #pragma once
 
@@ -21,8 +21,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "tessera/backend/cpu/dispatch.h"
-#include "tessera/backend/cpu/elementwise.h"
+#include "tessera/core/dispatch.h"
+#include "tessera/backend/common/elementwise.h"
 #include "tessera/backend/cuda/device.h"
 #include "tessera/backend/cuda/indexing.cuh"
 #include "tessera/backend/cuda/types.cuh"
@@ -66,7 +66,7 @@ struct HostType<cuda::std::complex<float>> {
 
 // What a functor computes in on the device, for host element type T.
 template <typename T>
-using device_compute_t = std::conditional_t<cpu::is_complex_v<T>, cuda::std::complex<float>,
+using device_compute_t = std::conditional_t<tessera::is_complex_v<T>, cuda::std::complex<float>,
                                             dev_compute_t<device_t<T>>>;
 
 // The stored (host) output type of Op on host input type In: the functor's
@@ -86,7 +86,7 @@ using elementwise_out_t =
 // which halves their instantiations.
 template <typename Op>
 inline constexpr bool sign_blind = false;
-template <typename Op, typename T, bool = sign_blind<Op> && cpu::is_integral_v<T>>
+template <typename Op, typename T, bool = sign_blind<Op> && tessera::is_integral_v<T>>
 struct KernelType {
   using type = T;
 };

@@ -16,7 +16,7 @@
 #include <string>
 #include <type_traits>
 
-#include "tessera/backend/cpu/strided.h"
+#include "tessera/backend/common/strided.h"
 #include "tessera/backend/cuda/copy.h"
 #include "tessera/backend/cuda/device.h"
 #include "tessera/backend/cuda/indexing.cuh"
@@ -94,16 +94,6 @@ __device__ int64_t tuple_start(const IndexArgs& ix, int64_t i) {
 __device__ __forceinline__ int64_t in_range(int64_t v, int64_t n) {
   if (v < 0) v += n;
   return (v >= 0 && v < n) ? v : -1;
-}
-
-// Calls f(TypeTag<I>) for the index dtype (int32 or int64).
-template <typename F>
-void dispatch_index(Dtype t, F&& f) {
-  if (t == int32) {
-    f(cpu::TypeTag<int32_t>{});
-  } else {
-    f(cpu::TypeTag<int64_t>{});
-  }
 }
 
 // ---- atomic combination ------------------------------------------------------
@@ -364,7 +354,7 @@ void Scatter::eval_gpu(const std::vector<array>& inputs, array& out) {
   if (total == 0 || w == 0) return;
   IndexArgs ix = index_args(idx, axes_, out.shape(), window, out.strides(), s, "Scatter");
   auto win = window_dims(window, out.strides());
-  auto [ushape, ustrides] = cpu::collapse_contiguous_dims(upd.shape(), {upd.strides()});
+  auto [ushape, ustrides] = tessera::collapse_contiguous_dims(upd.shape(), {upd.strides()});
   auto udims = gpu::make_dims<1>(ushape, ustrides);
   const void* u = gpu::device_ptr(upd, s);
   const auto r = type_;
@@ -395,7 +385,7 @@ void GatherAxis::eval_gpu(const std::vector<array>& inputs, array& out) {
   const int64_t step = a_strides[axis_], extent = a.shape(axis_);
   a_strides[axis_] = 0;
   auto [shape, strides] =
-      cpu::collapse_contiguous_dims(out.shape(), {a_strides, idx.strides(), out.strides()});
+      tessera::collapse_contiguous_dims(out.shape(), {a_strides, idx.strides(), out.strides()});
   auto d = gpu::make_dims<3>(shape, strides);
   const void* src = gpu::device_ptr(a, s);
   const void* ip = gpu::device_ptr(idx, s);
@@ -424,7 +414,7 @@ void ScatterAxis::eval_gpu(const std::vector<array>& inputs, array& out) {
   const int64_t step = o_strides[axis_], extent = out.shape(axis_);
   o_strides[axis_] = 0;
   auto [shape, strides] =
-      cpu::collapse_contiguous_dims(upd.shape(), {upd.strides(), idx.strides(), o_strides});
+      tessera::collapse_contiguous_dims(upd.shape(), {upd.strides(), idx.strides(), o_strides});
   auto d = gpu::make_dims<3>(shape, strides);
   const void* u = gpu::device_ptr(upd, s);
   const void* ip = gpu::device_ptr(idx, s);
@@ -459,7 +449,7 @@ void MaskedScatter::eval_gpu(const std::vector<array>& inputs, array& out) {
     throw std::invalid_argument("[MaskedScatter] arrays of more than 2^31 - 1 elements are not "
                                 "supported on the GPU");
   }
-  auto [mshape, mstrides] = cpu::collapse_contiguous_dims(mask.shape(), {mask.strides()});
+  auto [mshape, mstrides] = tessera::collapse_contiguous_dims(mask.shape(), {mask.strides()});
   auto d = gpu::make_dims<1>(mshape, mstrides);
   const bool* m = gpu::device_ptr<bool>(mask, s);
   cudaStream_t cs = gpu::cuda_stream(s);

@@ -10,7 +10,7 @@ namespace tessera::gpu {
 inline constexpr int kMaxDims = 8;
 
 // Shape and up to N stride sets by value, for kernel arguments (after
-// cpu::collapse_contiguous_dims, most arrays need 1-3 dimensions).
+// tessera::collapse_contiguous_dims, most arrays need 1-3 dimensions).
 template <int N>
 struct Dims {
   int ndim;

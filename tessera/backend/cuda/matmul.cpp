@@ -26,11 +26,11 @@
 #include <string>
 
 #include "tessera/backend/common/views.h"
-#include "tessera/backend/cpu/strided.h"
+#include "tessera/backend/common/strided.h"
 #include "tessera/backend/cuda/copy.h"
 #include "tessera/backend/cuda/device.h"
 #include "tessera/backend/cuda/matmul_int.h"
-#include "tessera/ops/primitives/linalg.h"
+#include "tessera/ops/primitives/matmul.h"
 
 namespace tessera {
 
@@ -242,7 +242,7 @@ void gemm(const Operand& a, const Operand& b, void* dst, Dtype dtype, const Shap
     }
   }
   auto [bshape, bstrides] =
-      cpu::collapse_contiguous_dims(batch_shape, {a.batch_strides, b.batch_strides, out_batch});
+      tessera::collapse_contiguous_dims(batch_shape, {a.batch_strides, b.batch_strides, out_batch});
   const int nb = static_cast<int>(bshape.size());
   const int32_t count = bshape[nb - 1];
   const int64_t sa = bstrides[0][nb - 1], sb = bstrides[1][nb - 1], sc = bstrides[2][nb - 1];
@@ -317,9 +317,9 @@ void gemm(const Operand& a, const Operand& b, void* dst, Dtype dtype, const Shap
   const Scalar al = make_scalar(types.scale, alpha), be = make_scalar(types.scale, beta);
   cudaStream_t stream = gpu::cuda_stream(s);
   for (int64_t o = 0; o < n_outer; ++o) {
-    const char* pa = a.data + cpu::elem_to_loc(o, outer, oa) * esize;
-    const char* pb = b.data + cpu::elem_to_loc(o, outer, ob) * esize;
-    char* pc = static_cast<char*>(dst) + cpu::elem_to_loc(o, outer, oc) * esize;
+    const char* pa = a.data + tessera::elem_to_loc(o, outer, oa) * esize;
+    const char* pb = b.data + tessera::elem_to_loc(o, outer, ob) * esize;
+    char* pc = static_cast<char*>(dst) + tessera::elem_to_loc(o, outer, oc) * esize;
     TESSERA_CUBLAS_CHECK(op, cublasLtMatmul(handle, desc.d, &al, pb, la.d, pa, lb.d, &be, pc,
                                             lc.d, pc, lc.d, &algo, workspace, ws_size, stream));
   }

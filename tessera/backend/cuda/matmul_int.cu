@@ -18,8 +18,8 @@
 #include <string>
 #include <type_traits>
 
-#include "tessera/backend/cpu/dispatch.h"
-#include "tessera/backend/cpu/strided.h"
+#include "tessera/core/dispatch.h"
+#include "tessera/backend/common/strided.h"
 #include "tessera/backend/cuda/device.h"
 #include "tessera/backend/cuda/indexing.cuh"
 #include "tessera/backend/cuda/matmul_int.h"
@@ -130,7 +130,7 @@ void integer_gemm(const StridedMatrix& a, const StridedMatrix& b, void* out, Dty
   const int64_t tiles = batches * tiles_m * tiles_n;
   if (tiles == 0) return;
   auto [bshape, bstrides] =
-      cpu::collapse_contiguous_dims(batch_shape, {a.batch_strides, b.batch_strides});
+      tessera::collapse_contiguous_dims(batch_shape, {a.batch_strides, b.batch_strides});
   const Dims<2> batch = make_dims<2>(bshape, bstrides);
   const int64_t cap = int64_t(properties(s.device.index).multiProcessorCount) * 32;
   const unsigned grid = static_cast<unsigned>(std::min(tiles, cap));
@@ -143,9 +143,9 @@ void integer_gemm(const StridedMatrix& a, const StridedMatrix& b, void* out, Dty
         K, batch, tiles_n, tiles_m * tiles_n, tiles);
   };
   if (dtype == bool_) {
-    launch(cpu::TypeTag<bool>{});
+    launch(tessera::TypeTag<bool>{});
   } else {
-    cpu::dispatch_bytes(dtype, launch);
+    tessera::dispatch_bytes(dtype, launch);
   }
   check_launch(op);
 }

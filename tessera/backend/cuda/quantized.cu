@@ -20,7 +20,7 @@
 #include "tessera/backend/cuda/copy.h"
 #include "tessera/backend/cuda/device.h"
 #include "tessera/backend/cuda/reduce.cuh"
-#include "tessera/ops/primitives/linalg.h"
+#include "tessera/ops/primitives/matmul.h"
 #include "tessera/ops/primitives/quantized.h"
 
 namespace tessera {

@@ -1,4 +1,4 @@
-// Pieces shared by the reduction kernels (reduce.cu) and softmax (softmax.cu):
+// Pieces shared by the reduction kernels and the softmax kernel (reduce.cu):
 // conversions between device element types (types.cuh), strided offsets and
 // warp / block reductions of any trivially copyable accumulator.
 #pragma once
@@ -11,7 +11,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "tessera/backend/cpu/dispatch.h"
+#include "tessera/core/dispatch.h"
 #include "tessera/backend/cuda/device.h"
 #include "tessera/backend/cuda/indexing.cuh"
 #include "tessera/backend/cuda/types.cuh"

@@ -22,15 +22,15 @@ __device__ __forceinline__ void run(const TinyOp& op, const Op& f) {
 template <typename T>
 __device__ __forceinline__ void run_typed(const TinyOp& op) {
   switch (op.code) {
-    case TinyCode::add: return run<T>(op, cpu::Add{});
-    case TinyCode::subtract: return run<T>(op, cpu::Subtract{});
-    case TinyCode::multiply: return run<T>(op, cpu::Multiply{});
+    case TinyCode::add: return run<T>(op, scalar::Add{});
+    case TinyCode::subtract: return run<T>(op, scalar::Subtract{});
+    case TinyCode::multiply: return run<T>(op, scalar::Multiply{});
     case TinyCode::divide:
       // Divide is queued for floats only (integers are divided as floats).
-      if constexpr (!std::is_integral_v<T>) run<T>(op, cpu::Divide{});
+      if constexpr (!std::is_integral_v<T>) run<T>(op, scalar::Divide{});
       return;
-    case TinyCode::maximum: return run<T>(op, cpu::Maximum{});
-    case TinyCode::minimum: return run<T>(op, cpu::Minimum{});
+    case TinyCode::maximum: return run<T>(op, scalar::Maximum{});
+    case TinyCode::minimum: return run<T>(op, scalar::Minimum{});
   }
 }
 

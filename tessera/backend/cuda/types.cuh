@@ -7,7 +7,7 @@
 //     float x = gpu::widen(p[i]);              // when T is __half or __nv_bfloat16
 //   });
 //
-// Host element types (backend/cpu/dispatch.h) map to device types of the same
+// Host element types (core/dispatch.h) map to device types of the same
 // size and bit layout, so one buffer is read as either.
 #pragma once
 
@@ -20,7 +20,7 @@
 #include <utility>
 #include <type_traits>
 
-#include "tessera/backend/cpu/dispatch.h"
+#include "tessera/core/dispatch.h"
 
 namespace tessera::gpu {
 
@@ -53,19 +53,19 @@ struct DeviceType<complex64_t> {
 template <typename T>
 using device_t = typename DeviceType<T>::type;
 
-// Calls f(cpu::TypeTag<device_t<T>>{}) for the host element type T of dtype t.
+// Calls f(tessera::TypeTag<device_t<T>>{}) for the host element type T of dtype t.
 template <typename F>
 decltype(auto) dispatch_device(Dtype t, F&& f) {
-  return cpu::dispatch_all(t, [&](auto tag) -> decltype(auto) {
-    return f(cpu::TypeTag<device_t<typename decltype(tag)::type>>{});
+  return tessera::dispatch_all(t, [&](auto tag) -> decltype(auto) {
+    return f(tessera::TypeTag<device_t<typename decltype(tag)::type>>{});
   });
 }
 
-// One unsigned type per element width (cpu::dispatch_bytes), for kernels that
+// One unsigned type per element width (tessera::dispatch_bytes), for kernels that
 // only move bytes.
 template <typename F>
 decltype(auto) dispatch_width(Dtype t, F&& f) {
-  return cpu::dispatch_bytes(t, std::forward<F>(f));
+  return tessera::dispatch_bytes(t, std::forward<F>(f));
 }
 
 // Predicates on device element types.

@@ -1,5 +1,5 @@
 // eval_gpu of the unary elementwise primitives: one generic kernel, templated
-// on the scalar functor of backend/cpu/elementwise.h (the CPU kernels' own).
+// on the scalar functor of backend/common/elementwise.h (the CPU kernels' own).
 //
 // Two cases per call: a dense input in any axis order (one linear pass with
 // 16-byte loads, the output keeps the input's layout and may take over its
@@ -7,7 +7,7 @@
 // collapsed dimensions into a row-contiguous output.
 #include <string>
 
-#include "tessera/backend/cpu/strided.h"
+#include "tessera/backend/common/strided.h"
 #include "tessera/backend/cuda/elementwise.cuh"
 #include "tessera/backend/cuda/indexing.cuh"
 #include "tessera/ops/primitives/unary.h"
@@ -16,11 +16,11 @@ namespace tessera {
 
 namespace gpu {
 template <>
-inline constexpr bool sign_blind<cpu::Negative> = true;
+inline constexpr bool sign_blind<scalar::Negative> = true;
 template <>
-inline constexpr bool sign_blind<cpu::Square> = true;
+inline constexpr bool sign_blind<scalar::Square> = true;
 template <>
-inline constexpr bool sign_blind<cpu::BitwiseInvert> = true;
+inline constexpr bool sign_blind<scalar::BitwiseInvert> = true;
 }  // namespace gpu
 
 namespace {
@@ -93,15 +93,15 @@ __global__ void __launch_bounds__(kBlock)
 // (op, type) pairs whose result is the input itself: the output is a view.
 template <typename Op, typename T>
 constexpr bool is_identity() {
-  constexpr bool real = !cpu::is_complex_v<T>;
-  if constexpr (std::is_same_v<Op, cpu::Floor> || std::is_same_v<Op, cpu::Ceil> ||
-                std::is_same_v<Op, cpu::Trunc>) {
+  constexpr bool real = !tessera::is_complex_v<T>;
+  if constexpr (std::is_same_v<Op, scalar::Floor> || std::is_same_v<Op, scalar::Ceil> ||
+                std::is_same_v<Op, scalar::Trunc>) {
     return std::is_integral_v<T>;
-  } else if constexpr (std::is_same_v<Op, cpu::Conjugate> || std::is_same_v<Op, cpu::Real>) {
+  } else if constexpr (std::is_same_v<Op, scalar::Conjugate> || std::is_same_v<Op, scalar::Real>) {
     return real;
-  } else if constexpr (std::is_same_v<Op, cpu::Abs>) {
+  } else if constexpr (std::is_same_v<Op, scalar::Abs>) {
     return std::is_unsigned_v<T>;  // and bool
-  } else if constexpr (std::is_same_v<Op, cpu::Sign> || std::is_same_v<Op, cpu::Square>) {
+  } else if constexpr (std::is_same_v<Op, scalar::Sign> || std::is_same_v<Op, scalar::Square>) {
     return std::is_same_v<T, bool>;
   } else {
     return false;
@@ -135,7 +135,7 @@ void unary_typed(const array& in, array& out, const Op& op, const char* name, co
   }
 
   Out* dst = gpu::allocate_output<Out>(out, s);
-  auto [shape, strides] = cpu::collapse_contiguous_dims(in.shape(), {in.strides()});
+  auto [shape, strides] = tessera::collapse_contiguous_dims(in.shape(), {in.strides()});
   const int64_t n = static_cast<int64_t>(out.size());
   unary_strided<Op, In, Out><<<gpu::strided_grid(n), kBlock, 0, stream>>>(
       src, dst, n, gpu::make_dims<1>(shape, strides), op);
@@ -143,16 +143,16 @@ void unary_typed(const array& in, array& out, const Op& op, const char* name, co
 }
 
 // Dispatches once on the input dtype; see Note [Supported types] in
-// backend/cpu/elementwise.h.
+// backend/common/elementwise.h.
 template <typename Op>
 void unary_op(const array& in, array& out, const Op& op, const char* name, const Stream& s) {
   if (out.size() == 0) {
     gpu::allocate_output(out, s);
     return;
   }
-  cpu::dispatch_all(in.dtype(), [&](auto tag) {
+  tessera::dispatch_all(in.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (Op::template supports<cpu::compute_t<T>>) {
+    if constexpr (Op::template supports<tessera::compute_t<T>>) {
       unary_typed<Op, T>(in, out, op, name, s);
     } else {
       gpu::throw_unsupported(name, in.dtype());
@@ -164,63 +164,23 @@ void unary_op(const array& in, array& out, const Op& op, const char* name, const
 
 #define TESSERA_UNARY_EVAL_GPU(NAME)                                  \
   void NAME::eval_gpu(const std::vector<array>& inputs, array& out) { \
-    unary_op(inputs[0], out, cpu::NAME{}, name(), stream());          \
+    unary_op(inputs[0], out, scalar::NAME{}, name(), stream());          \
   }
 
-TESSERA_UNARY_EVAL_GPU(Abs)
-TESSERA_UNARY_EVAL_GPU(Negative)
-TESSERA_UNARY_EVAL_GPU(Sign)
-TESSERA_UNARY_EVAL_GPU(LogicalNot)
-TESSERA_UNARY_EVAL_GPU(Reciprocal)
-TESSERA_UNARY_EVAL_GPU(Floor)
-TESSERA_UNARY_EVAL_GPU(Ceil)
-TESSERA_UNARY_EVAL_GPU(Trunc)
-TESSERA_UNARY_EVAL_GPU(Square)
-TESSERA_UNARY_EVAL_GPU(Exp)
-TESSERA_UNARY_EVAL_GPU(Expm1)
-TESSERA_UNARY_EVAL_GPU(Sqrt)
-TESSERA_UNARY_EVAL_GPU(Rsqrt)
-TESSERA_UNARY_EVAL_GPU(Sin)
-TESSERA_UNARY_EVAL_GPU(Cos)
-TESSERA_UNARY_EVAL_GPU(Tan)
-TESSERA_UNARY_EVAL_GPU(ArcSin)
-TESSERA_UNARY_EVAL_GPU(ArcCos)
-TESSERA_UNARY_EVAL_GPU(ArcTan)
-TESSERA_UNARY_EVAL_GPU(Sinh)
-TESSERA_UNARY_EVAL_GPU(Cosh)
-TESSERA_UNARY_EVAL_GPU(Tanh)
-TESSERA_UNARY_EVAL_GPU(ArcSinh)
-TESSERA_UNARY_EVAL_GPU(ArcCosh)
-TESSERA_UNARY_EVAL_GPU(ArcTanh)
-TESSERA_UNARY_EVAL_GPU(Degrees)
-TESSERA_UNARY_EVAL_GPU(Radians)
-TESSERA_UNARY_EVAL_GPU(Log)
-TESSERA_UNARY_EVAL_GPU(Log2)
-TESSERA_UNARY_EVAL_GPU(Log10)
-TESSERA_UNARY_EVAL_GPU(Log1p)
-TESSERA_UNARY_EVAL_GPU(Sigmoid)
-TESSERA_UNARY_EVAL_GPU(Erf)
-TESSERA_UNARY_EVAL_GPU(ErfInv)
-TESSERA_UNARY_EVAL_GPU(Conjugate)
-TESSERA_UNARY_EVAL_GPU(Real)
-TESSERA_UNARY_EVAL_GPU(Imag)
-TESSERA_UNARY_EVAL_GPU(BitwiseInvert)
-TESSERA_UNARY_EVAL_GPU(IsNan)
-TESSERA_UNARY_EVAL_GPU(IsInf)
-TESSERA_UNARY_EVAL_GPU(IsFinite)
-TESSERA_UNARY_EVAL_GPU(IsPosInf)
-TESSERA_UNARY_EVAL_GPU(IsNegInf)
+#define TESSERA_EVAL_ROW(NAME, FN, RULE) TESSERA_UNARY_EVAL_GPU(NAME)
+TESSERA_UNARY_OPS(TESSERA_EVAL_ROW)
+#undef TESSERA_EVAL_ROW
 #undef TESSERA_UNARY_EVAL_GPU
 
 void Round::eval_gpu(const std::vector<array>& inputs, array& out) {
-  cpu::Round op;
+  scalar::Round op;
   op.decimals = decimals_;
   unary_op(inputs[0], out, op, name(), stream());
 }
 
 void NanToNum::eval_gpu(const std::vector<array>& inputs, array& out) {
   finfo info(out.dtype());
-  cpu::NanToNum op;
+  scalar::NanToNum op;
   op.nan = nan_;
   op.posinf = posinf_ ? double(*posinf_) : info.max;
   op.neginf = neginf_ ? double(*neginf_) : info.min;

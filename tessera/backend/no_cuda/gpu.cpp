@@ -1,5 +1,5 @@
 // A build without CUDA: no GPU, and buffers only ever have a host copy.
-#include "tessera/backend/gpu.h"
+#include "tessera/core/gpu.h"
 
 #include <stdexcept>
 

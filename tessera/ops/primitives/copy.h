@@ -10,7 +10,7 @@ class AsType : public UnaryPrimitive {
  public:
   AsType(Stream s, Dtype dtype) : UnaryPrimitive(s), dtype_(dtype) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_PRIMITIVE_NAME(AsType)
   TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
@@ -25,7 +25,7 @@ class Copy : public UnaryPrimitive {
  public:
   using UnaryPrimitive::UnaryPrimitive;
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_PRIMITIVE_NAME(Copy)
   TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
@@ -36,7 +36,7 @@ class Broadcast : public UnaryPrimitive {
  public:
   Broadcast(Stream s, Shape shape) : UnaryPrimitive(s), shape_(std::move(shape)) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_PRIMITIVE_NAME(Broadcast)
   TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
@@ -58,7 +58,7 @@ class Contiguous : public UnaryPrimitive {
   Contiguous(Stream s, bool allow_col_major)
       : UnaryPrimitive(s), allow_col_major_(allow_col_major) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_PRIMITIVE_NAME(Contiguous)
   TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;

@@ -13,7 +13,7 @@ class Arange : public UnaryPrimitive {
  public:
   Arange(Stream s, double start, double step) : UnaryPrimitive(s), start_(start), step_(step) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_PRIMITIVE_NAME(Arange)
   bool is_equivalent(const Primitive& other) const override;
 
@@ -28,7 +28,7 @@ class Linspace : public UnaryPrimitive {
   Linspace(Stream s, double start, double stop, bool endpoint)
       : UnaryPrimitive(s), start_(start), stop_(stop), endpoint_(endpoint) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_PRIMITIVE_NAME(Linspace)
   bool is_equivalent(const Primitive& other) const override;
 
@@ -44,7 +44,7 @@ class Band : public UnaryPrimitive {
   static constexpr int64_t unbounded = int64_t{1} << 40;
   Band(Stream s, int64_t lo, int64_t hi) : UnaryPrimitive(s), lo_(lo), hi_(hi) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_PRIMITIVE_NAME(Band)
   TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
@@ -58,7 +58,7 @@ class View : public UnaryPrimitive {
  public:
   View(Stream s, Dtype dtype) : UnaryPrimitive(s), dtype_(dtype) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_PRIMITIVE_NAME(View)
   TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
@@ -75,7 +75,7 @@ class AsStrided : public UnaryPrimitive {
       : UnaryPrimitive(s), shape_(std::move(shape)), strides_(std::move(strides)),
         offset_(offset) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_PRIMITIVE_NAME(AsStrided)
   TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;

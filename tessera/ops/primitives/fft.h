@@ -26,7 +26,7 @@ class FFT : public UnaryPrimitive {
       : UnaryPrimitive(s), axes_(std::move(axes)), inverse_(inverse), real_(real),
         real_n_(real_n), scale_(scale) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_PRIMITIVE_NAME(FFT)
   TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;

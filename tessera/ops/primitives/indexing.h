@@ -25,7 +25,7 @@ class Gather : public UnaryPrimitive {
   Gather(Stream s, std::vector<int> axes, Shape slice_sizes)
       : UnaryPrimitive(s), axes_(std::move(axes)), slice_sizes_(std::move(slice_sizes)) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_PRIMITIVE_NAME(Gather)
   TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
@@ -48,7 +48,7 @@ class Scatter : public UnaryPrimitive {
   Scatter(Stream s, ReduceType type, std::vector<int> axes)
       : UnaryPrimitive(s), type_(type), axes_(std::move(axes)) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_PRIMITIVE_NAME(Scatter)
   TESSERA_TRANSFORM_RULES
   void print(std::ostream& os) const override;
@@ -67,7 +67,7 @@ class GatherAxis : public UnaryPrimitive {
  public:
   GatherAxis(Stream s, int axis) : UnaryPrimitive(s), axis_(axis) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_PRIMITIVE_NAME(GatherAxis)
   TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
@@ -85,7 +85,7 @@ class ScatterAxis : public UnaryPrimitive {
   enum ReduceType { None, Sum };
   ScatterAxis(Stream s, ReduceType type, int axis) : UnaryPrimitive(s), type_(type), axis_(axis) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_PRIMITIVE_NAME(ScatterAxis)
   TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
@@ -104,7 +104,7 @@ class MaskedScatter : public UnaryPrimitive {
  public:
   explicit MaskedScatter(Stream s) : UnaryPrimitive(s) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_PRIMITIVE_NAME(MaskedScatter)
   TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive&) const override { return true; }

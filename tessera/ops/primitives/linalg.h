@@ -1,37 +1,132 @@
-// Matrix-product primitives.
+// Primitives of the matrix factorizations (linalg). Each takes (..., M, N)
+// inputs of one float dtype (float32 or float64) and factors every matrix of
+// the batch; outputs are row-contiguous. Row-major storage is read by LAPACK
+// and cuSOLVER (column-major) as the transpose, which the kernels use where it
+// saves a copy (see backend/cpu/linalg.cpp).
 #pragma once
 
 #include "tessera/core/primitive.h"
 
 namespace tessera {
 
-// out[..., i, j] = sum_k a[..., i, k] b[..., k, j]. Inputs come broadcast to the
-// output's batch shape and cast to its dtype. float32 / float64 / complex64 go
-// through BLAS; float16 / bfloat16 are computed in float32. Integer and bool
-// dtypes (used by outer and inner with a scalar) run a plain loop.
-class Matmul : public UnaryPrimitive {
- public:
-  using UnaryPrimitive::UnaryPrimitive;
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_PRIMITIVE_NAME(Matmul)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
-};
+#define TESSERA_MULTI_KERNELS                                                      \
+  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override; \
+  TESSERA_EVAL_GPU_MULTI
+#define TESSERA_UNARY_KERNELS                                           \
+  void eval_cpu(const std::vector<array>& inputs, array& out) override; \
+  TESSERA_EVAL_GPU
 
-// out = alpha (a @ b) + beta c; inputs {a, b, c}, c broadcast to the output
-// shape. Inexact dtypes only.
-class AddMM : public UnaryPrimitive {
+// P A = L U with partial pivoting. Outputs {LU (..., M, N)} (L below the
+// diagonal, unit diagonal implied), and by `second`: nothing; pivots (..., K)
+// uint32 (0-based, LAPACK's row swaps); or row indices perm (..., M) uint32 with
+// a == (L U)[perm]. Singular matrices are factored (a zero on U's diagonal),
+// not rejected.
+class LUF : public Primitive {
  public:
-  AddMM(Stream s, float alpha, float beta) : UnaryPrimitive(s), alpha_(alpha), beta_(beta) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_PRIMITIVE_NAME(AddMM)
+  enum Second { none, pivots, row_indices };
+  LUF(Stream s, Second second) : Primitive(s), second_(second) {}
+  TESSERA_MULTI_KERNELS
+  TESSERA_PRIMITIVE_NAME(LUF)
   TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
 
  private:
-  float alpha_, beta_;
+  Second second_;
 };
+
+// x with a x = b; inputs {a (..., N, N), b (..., N, K)} of one batch shape.
+// A singular a is an error.
+class Solve : public UnaryPrimitive {
+ public:
+  using UnaryPrimitive::UnaryPrimitive;
+  TESSERA_UNARY_KERNELS
+  TESSERA_PRIMITIVE_NAME(Solve)
+  TESSERA_TRANSFORM_RULES
+  bool is_equivalent(const Primitive&) const override { return true; }
+};
+
+// The inverse of a square matrix; with triangular, of its lower (upper) triangle,
+// the other triangle of the result being zero. A singular matrix is an error.
+class Inverse : public UnaryPrimitive {
+ public:
+  Inverse(Stream s, bool triangular, bool upper)
+      : UnaryPrimitive(s), triangular_(triangular), upper_(upper) {}
+  TESSERA_UNARY_KERNELS
+  TESSERA_PRIMITIVE_NAME(Inverse)
+  TESSERA_TRANSFORM_RULES
+  bool is_equivalent(const Primitive& other) const override;
+
+ private:
+  bool triangular_, upper_;
+};
+
+// The Cholesky factor L (L L^T = a) read from a's lower triangle, or with upper
+// U (U^T U = a) from its upper triangle; the other triangle of the result is 0.
+class Cholesky : public UnaryPrimitive {
+ public:
+  Cholesky(Stream s, bool upper) : UnaryPrimitive(s), upper_(upper) {}
+  TESSERA_UNARY_KERNELS
+  TESSERA_PRIMITIVE_NAME(Cholesky)
+  TESSERA_TRANSFORM_RULES
+  bool is_equivalent(const Primitive& other) const override;
+
+ private:
+  bool upper_;
+};
+
+// Reduced QR: outputs {Q (..., M, K), R (..., K, N)}, K = min(M, N).
+class QRF : public Primitive {
+ public:
+  using Primitive::Primitive;
+  TESSERA_MULTI_KERNELS
+  TESSERA_PRIMITIVE_NAME(QRF)
+  TESSERA_TRANSFORM_RULES
+  bool is_equivalent(const Primitive&) const override { return true; }
+};
+
+// Outputs {U (..., M, M), S (..., K), Vt (..., N, N)}, or {S} without compute_uv.
+class SVD : public Primitive {
+ public:
+  SVD(Stream s, bool compute_uv) : Primitive(s), compute_uv_(compute_uv) {}
+  TESSERA_MULTI_KERNELS
+  TESSERA_PRIMITIVE_NAME(SVD)
+  TESSERA_TRANSFORM_RULES
+  bool is_equivalent(const Primitive& other) const override;
+
+ private:
+  bool compute_uv_;
+};
+
+// Symmetric eigenproblem from the lower (upper) triangle: outputs {w (..., N)
+// ascending, V (..., N, N) with eigenvectors as columns}, or {w}.
+class Eigh : public Primitive {
+ public:
+  Eigh(Stream s, bool upper, bool compute_vectors)
+      : Primitive(s), upper_(upper), compute_vectors_(compute_vectors) {}
+  TESSERA_MULTI_KERNELS
+  TESSERA_PRIMITIVE_NAME(Eigh)
+  TESSERA_TRANSFORM_RULES
+  bool is_equivalent(const Primitive& other) const override;
+
+ private:
+  bool upper_, compute_vectors_;
+};
+
+// General eigenproblem: outputs {w (..., N), V (..., N, N)} complex64, or {w}.
+// CPU only (as in MLX).
+class Eig : public Primitive {
+ public:
+  Eig(Stream s, bool compute_vectors) : Primitive(s), compute_vectors_(compute_vectors) {}
+  TESSERA_MULTI_KERNELS
+  TESSERA_PRIMITIVE_NAME(Eig)
+  TESSERA_TRANSFORM_RULES
+  bool is_equivalent(const Primitive& other) const override;
+
+ private:
+  bool compute_vectors_;
+};
+
+#undef TESSERA_MULTI_KERNELS
+#undef TESSERA_UNARY_KERNELS
 
 }  // namespace tessera

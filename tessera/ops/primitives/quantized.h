@@ -29,7 +29,7 @@ class Quantize : public Primitive, public QuantizedPrimitive {
  public:
   Quantize(Stream s, int group_size, int bits) : Primitive(s), QuantizedPrimitive(group_size, bits) {}
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
-  void eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  TESSERA_EVAL_GPU_MULTI
   TESSERA_PRIMITIVE_NAME(Quantize)
   TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
@@ -40,7 +40,7 @@ class Dequantize : public UnaryPrimitive, public QuantizedPrimitive {
   Dequantize(Stream s, int group_size, int bits)
       : UnaryPrimitive(s), QuantizedPrimitive(group_size, bits) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_PRIMITIVE_NAME(Dequantize)
   TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
@@ -51,7 +51,7 @@ class QuantizedMatmul : public UnaryPrimitive, public QuantizedPrimitive {
   QuantizedMatmul(Stream s, int group_size, int bits, bool transpose)
       : UnaryPrimitive(s), QuantizedPrimitive(group_size, bits), transpose_(transpose) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_PRIMITIVE_NAME(QuantizedMatmul)
   TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;

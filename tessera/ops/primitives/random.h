@@ -20,7 +20,7 @@ class RandomBits : public UnaryPrimitive {
   RandomBits(Stream s, Shape shape, int width)
       : UnaryPrimitive(s), shape_(std::move(shape)), width_(width) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_PRIMITIVE_NAME(RandomBits)
   TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;

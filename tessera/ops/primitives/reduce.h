@@ -23,7 +23,7 @@ class Reduce : public UnaryPrimitive {
   Reduce(Stream s, ReduceType type, std::vector<int> axes, bool keepdims)
       : UnaryPrimitive(s), type_(type), axes_(std::move(axes)), keepdims_(keepdims) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_PRIMITIVE_NAME(Reduce)
   TESSERA_TRANSFORM_RULES
   void print(std::ostream& os) const override;
@@ -45,7 +45,7 @@ class ArgReduce : public UnaryPrimitive {
   ArgReduce(Stream s, ReduceType type, int axis, bool keepdims)
       : UnaryPrimitive(s), type_(type), axis_(axis), keepdims_(keepdims) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_PRIMITIVE_NAME(ArgReduce)
   TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
@@ -66,7 +66,7 @@ class Variance : public UnaryPrimitive {
       : UnaryPrimitive(s), axes_(std::move(axes)), keepdims_(keepdims), ddof_(ddof),
         take_sqrt_(take_sqrt) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_PRIMITIVE_NAME(Variance)
   TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
@@ -84,7 +84,7 @@ class LogSumExp : public UnaryPrimitive {
   LogSumExp(Stream s, std::vector<int> axes, bool keepdims)
       : UnaryPrimitive(s), axes_(std::move(axes)), keepdims_(keepdims) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_PRIMITIVE_NAME(LogSumExp)
   TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
@@ -101,7 +101,7 @@ class Softmax : public UnaryPrimitive {
   Softmax(Stream s, std::vector<int> axes, bool precise)
       : UnaryPrimitive(s), axes_(std::move(axes)), precise_(precise) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_PRIMITIVE_NAME(Softmax)
   TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
@@ -118,7 +118,7 @@ class Trace : public UnaryPrimitive {
   Trace(Stream s, int offset, int axis1, int axis2)
       : UnaryPrimitive(s), offset_(offset), axis1_(axis1), axis2_(axis2) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_PRIMITIVE_NAME(Trace)
   TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;

@@ -10,7 +10,7 @@ class Transpose : public UnaryPrimitive {
  public:
   Transpose(Stream s, std::vector<int> axes) : UnaryPrimitive(s), axes_(std::move(axes)) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_PRIMITIVE_NAME(Transpose)
   TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
@@ -28,7 +28,7 @@ class Slice : public UnaryPrimitive {
       : UnaryPrimitive(s), start_(std::move(start)), stop_(std::move(stop)),
         strides_(std::move(strides)) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_PRIMITIVE_NAME(Slice)
   TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
@@ -47,7 +47,7 @@ class Reshape : public UnaryPrimitive {
  public:
   Reshape(Stream s, Shape shape) : UnaryPrimitive(s), shape_(std::move(shape)) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_PRIMITIVE_NAME(Reshape)
   TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
@@ -64,7 +64,7 @@ class DynamicSlice : public UnaryPrimitive {
   DynamicSlice(Stream s, std::vector<int> axes, Shape slice_size)
       : UnaryPrimitive(s), axes_(std::move(axes)), slice_size_(std::move(slice_size)) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_PRIMITIVE_NAME(DynamicSlice)
   TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
@@ -85,7 +85,7 @@ class SliceUpdate : public UnaryPrimitive {
       : UnaryPrimitive(s), start_(std::move(start)), stop_(std::move(stop)),
         strides_(std::move(strides)) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_PRIMITIVE_NAME(SliceUpdate)
   TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
@@ -105,7 +105,7 @@ class DynamicSliceUpdate : public UnaryPrimitive {
   DynamicSliceUpdate(Stream s, std::vector<int> axes)
       : UnaryPrimitive(s), axes_(std::move(axes)) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_PRIMITIVE_NAME(DynamicSliceUpdate)
   TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
@@ -121,7 +121,7 @@ class Concatenate : public UnaryPrimitive {
  public:
   Concatenate(Stream s, int axis) : UnaryPrimitive(s), axis_(axis) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_PRIMITIVE_NAME(Concatenate)
   TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
@@ -141,7 +141,7 @@ class Pad : public UnaryPrimitive {
       : UnaryPrimitive(s), axes_(std::move(axes)), low_(std::move(low)), high_(std::move(high)),
         mode_(mode) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_PRIMITIVE_NAME(Pad)
   TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
@@ -163,7 +163,7 @@ class Diagonal : public UnaryPrimitive {
   Diagonal(Stream s, int offset, int axis1, int axis2)
       : UnaryPrimitive(s), offset_(offset), axis1_(axis1), axis2_(axis2) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_PRIMITIVE_NAME(Diagonal)
   TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;

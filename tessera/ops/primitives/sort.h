@@ -22,7 +22,7 @@ class Sort : public UnaryPrimitive {
   Sort(Stream s, Kind kind, int axis, int kth = 0)
       : UnaryPrimitive(s), kind_(kind), axis_(axis), kth_(kth) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   const char* name() const override;
   TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
@@ -44,7 +44,7 @@ class SearchSorted : public UnaryPrimitive {
  public:
   SearchSorted(Stream s, bool right) : UnaryPrimitive(s), right_(right) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_PRIMITIVE_NAME(SearchSorted)
   TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;
@@ -61,7 +61,7 @@ class PermuteAxis : public UnaryPrimitive {
  public:
   PermuteAxis(Stream s, int axis) : UnaryPrimitive(s), axis_(axis) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_PRIMITIVE_NAME(PermuteAxis)
   TESSERA_TRANSFORM_RULES
   bool is_equivalent(const Primitive& other) const override;

@@ -1,7 +1,7 @@
 // Elementwise primitives of one input. The op functions (ops/unary.cpp) cast
 // the input to the dtype the kernel computes in (float-out ops lift integers
 // to float32); the output has the input's shape and the dtype of the op's rule.
-// Kernels: backend/cpu/unary.cpp, scalar functors in backend/cpu/elementwise.h.
+// Kernels: backend/cpu/unary.cpp and backend/cuda/unary.cu, scalar functors in backend/common/elementwise.h.
 #pragma once
 
 #include <functional>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tessera/core/primitive.h"
+#include "tessera/ops/elementwise_table.h"
 
 namespace tessera {
 
@@ -50,67 +51,28 @@ std::pair<std::vector<array>, std::vector<int>> vmap_elementwise(
    public:                                                               \
     using UnaryPrimitive::UnaryPrimitive;                                \
     void eval_cpu(const std::vector<array>& inputs, array& out) override; \
-    void eval_gpu(const std::vector<array>& inputs, array& out) override; \
+    TESSERA_EVAL_GPU                                                     \
     TESSERA_TRANSFORM_RULES                                            \
     TESSERA_PRIMITIVE_NAME(NAME)                                         \
     bool is_equivalent(const Primitive&) const override { return true; } \
   };
 
-TESSERA_ELEMENTWISE_PRIMITIVE(Abs)
-TESSERA_ELEMENTWISE_PRIMITIVE(Negative)
-TESSERA_ELEMENTWISE_PRIMITIVE(Sign)
-TESSERA_ELEMENTWISE_PRIMITIVE(LogicalNot)
-TESSERA_ELEMENTWISE_PRIMITIVE(Reciprocal)
-TESSERA_ELEMENTWISE_PRIMITIVE(Floor)
-TESSERA_ELEMENTWISE_PRIMITIVE(Ceil)
-TESSERA_ELEMENTWISE_PRIMITIVE(Trunc)
-TESSERA_ELEMENTWISE_PRIMITIVE(Square)
-TESSERA_ELEMENTWISE_PRIMITIVE(Exp)
-TESSERA_ELEMENTWISE_PRIMITIVE(Expm1)
-TESSERA_ELEMENTWISE_PRIMITIVE(Sqrt)
-TESSERA_ELEMENTWISE_PRIMITIVE(Rsqrt)
-TESSERA_ELEMENTWISE_PRIMITIVE(Sin)
-TESSERA_ELEMENTWISE_PRIMITIVE(Cos)
-TESSERA_ELEMENTWISE_PRIMITIVE(Tan)
-TESSERA_ELEMENTWISE_PRIMITIVE(ArcSin)
-TESSERA_ELEMENTWISE_PRIMITIVE(ArcCos)
-TESSERA_ELEMENTWISE_PRIMITIVE(ArcTan)
-TESSERA_ELEMENTWISE_PRIMITIVE(Sinh)
-TESSERA_ELEMENTWISE_PRIMITIVE(Cosh)
-TESSERA_ELEMENTWISE_PRIMITIVE(Tanh)
-TESSERA_ELEMENTWISE_PRIMITIVE(ArcSinh)
-TESSERA_ELEMENTWISE_PRIMITIVE(ArcCosh)
-TESSERA_ELEMENTWISE_PRIMITIVE(ArcTanh)
-TESSERA_ELEMENTWISE_PRIMITIVE(Degrees)
-TESSERA_ELEMENTWISE_PRIMITIVE(Radians)
-TESSERA_ELEMENTWISE_PRIMITIVE(Log)
-TESSERA_ELEMENTWISE_PRIMITIVE(Log2)
-TESSERA_ELEMENTWISE_PRIMITIVE(Log10)
-TESSERA_ELEMENTWISE_PRIMITIVE(Log1p)
-TESSERA_ELEMENTWISE_PRIMITIVE(Sigmoid)
-TESSERA_ELEMENTWISE_PRIMITIVE(Erf)
-TESSERA_ELEMENTWISE_PRIMITIVE(ErfInv)
-TESSERA_ELEMENTWISE_PRIMITIVE(Conjugate)
-// Real / imaginary part: float32 of complex64 input; of real input the value
+// The primitives of TESSERA_UNARY_OPS (Note [Elementwise tables] in ops/elementwise_table.h).
+#define TESSERA_ELEMENTWISE_ROW(NAME, FN, RULE) TESSERA_ELEMENTWISE_PRIMITIVE(NAME)
+TESSERA_UNARY_OPS(TESSERA_ELEMENTWISE_ROW)
+#undef TESSERA_ELEMENTWISE_ROW
+// Of those, Real / Imag: float32 of complex64 input; of real input the value
 // itself / zeros of the input's dtype.
-TESSERA_ELEMENTWISE_PRIMITIVE(Real)
-TESSERA_ELEMENTWISE_PRIMITIVE(Imag)
-TESSERA_ELEMENTWISE_PRIMITIVE(BitwiseInvert)
-TESSERA_ELEMENTWISE_PRIMITIVE(IsNan)
-TESSERA_ELEMENTWISE_PRIMITIVE(IsInf)
-TESSERA_ELEMENTWISE_PRIMITIVE(IsFinite)
-TESSERA_ELEMENTWISE_PRIMITIVE(IsPosInf)
-TESSERA_ELEMENTWISE_PRIMITIVE(IsNegInf)
+
 // The identity, whose gradient is zero: the output is a view of the input.
 TESSERA_ELEMENTWISE_PRIMITIVE(StopGradient)
-
 
 // Round half to even at `decimals` places.
 class Round : public UnaryPrimitive {
  public:
   Round(Stream s, int decimals) : UnaryPrimitive(s), decimals_(decimals) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_TRANSFORM_RULES
   TESSERA_PRIMITIVE_NAME(Round)
   bool is_equivalent(const Primitive& other) const override;
@@ -127,7 +89,7 @@ class NanToNum : public UnaryPrimitive {
   NanToNum(Stream s, float nan, std::optional<float> posinf, std::optional<float> neginf)
       : UnaryPrimitive(s), nan_(nan), posinf_(posinf), neginf_(neginf) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  void eval_gpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   TESSERA_TRANSFORM_RULES
   TESSERA_PRIMITIVE_NAME(NanToNum)
   bool is_equivalent(const Primitive& other) const override;

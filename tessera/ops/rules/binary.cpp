@@ -220,15 +220,6 @@ std::vector<array> DivMod::vjp(const std::vector<array>& primals,
 
 // ---- vmap: the op on the inputs batched along a common axis ----------------
 
-#define TESSERA_FOR_EACH_BINARY_OP(X)                                                       \
-  X(Add, add) X(Subtract, subtract) X(Multiply, multiply) X(Divide, divide)                 \
-  X(FloorDivide, floor_divide) X(Remainder, remainder) X(Power, power) X(Maximum, maximum)  \
-  X(Minimum, minimum) X(LogAddExp, logaddexp) X(ArcTan2, arctan2) X(NotEqual, not_equal)    \
-  X(Greater, greater) X(GreaterEqual, greater_equal) X(Less, less) X(LessEqual, less_equal) \
-  X(LogicalAnd, logical_and) X(LogicalOr, logical_or) X(LogicalXor, logical_xor)            \
-  X(BitwiseAnd, bitwise_and) X(BitwiseOr, bitwise_or) X(BitwiseXor, bitwise_xor)            \
-  X(LeftShift, left_shift) X(RightShift, right_shift) X(DivMod, divmod)
-
 namespace {
 std::vector<array> as_outputs(array a) { return {std::move(a)}; }
 std::vector<array> as_outputs(std::vector<array> a) { return a; }
@@ -242,9 +233,11 @@ std::vector<array> as_outputs(std::vector<array> a) { return a; }
     };                                                                                       \
     return detail::vmap_elementwise(inputs, axes, op, stream());                             \
   }
-TESSERA_FOR_EACH_BINARY_OP(TESSERA_DEFINE_BINARY_VMAP)
+#define TESSERA_BINARY_VMAP_ROW(NAME, FN, RULE) TESSERA_DEFINE_BINARY_VMAP(NAME, FN)
+TESSERA_BINARY_OPS(TESSERA_BINARY_VMAP_ROW)
+TESSERA_DEFINE_BINARY_VMAP(DivMod, divmod)
+#undef TESSERA_BINARY_VMAP_ROW
 #undef TESSERA_DEFINE_BINARY_VMAP
-#undef TESSERA_FOR_EACH_BINARY_OP
 
 std::pair<std::vector<array>, std::vector<int>> Equal::vmap(const std::vector<array>& inputs,
                                                             const std::vector<int>& axes) {

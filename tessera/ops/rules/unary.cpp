@@ -242,26 +242,16 @@ std::vector<array> NanToNum::vjp(const std::vector<array>& primals,
 
 // ---- vmap: the op on the batched input, mapped along the same axis ---------
 
-#define TESSERA_FOR_EACH_UNARY_OP(X)                                                       \
-  X(Abs, abs) X(Negative, negative) X(Sign, sign) X(LogicalNot, logical_not)               \
-  X(Reciprocal, reciprocal) X(Floor, floor) X(Ceil, ceil) X(Trunc, trunc)                  \
-  X(Square, square) X(Exp, exp) X(Expm1, expm1) X(Sqrt, sqrt) X(Rsqrt, rsqrt) X(Sin, sin)  \
-  X(Cos, cos) X(Tan, tan) X(ArcSin, arcsin) X(ArcCos, arccos) X(ArcTan, arctan)            \
-  X(Sinh, sinh) X(Cosh, cosh) X(Tanh, tanh) X(ArcSinh, arcsinh) X(ArcCosh, arccosh)        \
-  X(ArcTanh, arctanh) X(Degrees, degrees) X(Radians, radians) X(Log, log) X(Log2, log2)    \
-  X(Log10, log10) X(Log1p, log1p) X(Sigmoid, sigmoid) X(Erf, erf) X(ErfInv, erfinv)        \
-  X(Conjugate, conjugate) X(Real, real) X(Imag, imag) X(BitwiseInvert, bitwise_invert)     \
-  X(IsNan, isnan) X(IsInf, isinf) X(IsFinite, isfinite) X(IsPosInf, isposinf)              \
-  X(IsNegInf, isneginf) X(StopGradient, stop_gradient)
-
 #define TESSERA_DEFINE_UNARY_VMAP(NAME, OP)                                              \
   std::pair<std::vector<array>, std::vector<int>> NAME::vmap(                            \
       const std::vector<array>& inputs, const std::vector<int>& axes) {                  \
     return {{OP(inputs[0], stream())}, axes};                                            \
   }
-TESSERA_FOR_EACH_UNARY_OP(TESSERA_DEFINE_UNARY_VMAP)
+#define TESSERA_UNARY_VMAP_ROW(NAME, FN, RULE) TESSERA_DEFINE_UNARY_VMAP(NAME, FN)
+TESSERA_UNARY_OPS(TESSERA_UNARY_VMAP_ROW)
+TESSERA_DEFINE_UNARY_VMAP(StopGradient, stop_gradient)
+#undef TESSERA_UNARY_VMAP_ROW
 #undef TESSERA_DEFINE_UNARY_VMAP
-#undef TESSERA_FOR_EACH_UNARY_OP
 
 std::pair<std::vector<array>, std::vector<int>> Round::vmap(const std::vector<array>& inputs,
                                                             const std::vector<int>& axes) {

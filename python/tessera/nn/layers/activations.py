@@ -1,4 +1,4 @@
-"""Activation functions and their Module classes (reference nn.md section 4)."""
+"""Activation functions and their Module classes."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""``nn.Module``: a dict of parameters and sub-modules (reference nn.md section 1)."""
+"""``nn.Module``: a dict of parameters and sub-modules."""
 
 import textwrap
 from typing import Any, Callable, List, Optional, Tuple, Union

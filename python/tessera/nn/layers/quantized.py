@@ -1,4 +1,4 @@
-"""Quantized layers and ``nn.quantize`` (reference nn.md §3.10)."""
+"""Quantized layers and ``nn.quantize``."""
 
 import math
 from typing import Callable, Optional

@@ -1,8 +1,8 @@
-#include "tessera/backend/cpu/strided.h"
+#include "tessera/backend/common/strided.h"
 
 #include <cstdint>
 
-namespace tessera::cpu {
+namespace tessera {
 
 std::pair<Shape, std::vector<Strides>> collapse_contiguous_dims(
     const Shape& shape, const std::vector<Strides>& strides) {
@@ -33,4 +33,4 @@ std::pair<Shape, std::vector<Strides>> collapse_contiguous_dims(
   return {std::move(out_shape), std::move(out_strides)};
 }
 
-}  // namespace tessera::cpu
+}  // namespace tessera

@@ -1,8 +1,8 @@
 // Scalar functors of the elementwise ops: one struct per op, shared by the
 // generic unary and binary kernels (and, marked TESSERA_HD, by a CUDA backend).
 //
-//   cpu::Add{}(1.5f, 2.0f);                 // 3.5f
-//   cpu::Add::supports<bool>                // true: the (op, type) table
+//   scalar::Add{}(1.5f, 2.0f);                 // 3.5f
+//   scalar::Add::supports<bool>                // true: the (op, type) table
 //
 // Functors see compute types only: bool, the integers, float, double and
 // complex64_t (16-bit floats are converted to float by the kernels, compute_t).
@@ -33,16 +33,13 @@
 #include <limits>
 #include <type_traits>
 
-#include "tessera/backend/cpu/dispatch.h"
+#include "tessera/core/dispatch.h"
 
 #ifdef __CUDACC__
 #include <cuda/std/complex>
-#define TESSERA_HD __host__ __device__
-#else
-#define TESSERA_HD
 #endif
 
-namespace tessera::cpu {
+namespace tessera::scalar {
 
 namespace detail {
 
@@ -768,4 +765,4 @@ struct IsClose : OnAll {
   }
 };
 
-}  // namespace tessera::cpu
+}  // namespace tessera::scalar

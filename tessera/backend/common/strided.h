@@ -14,7 +14,7 @@
 
 #include "tessera/core/array.h"
 
-namespace tessera::cpu {
+namespace tessera {
 
 // Drops size-1 dimensions and merges neighbours that are contiguous with each
 // other in every stride set. The result has at least one dimension.
@@ -74,4 +74,4 @@ inline int64_t elem_to_loc(int64_t i, const Shape& shape, const Strides& strides
   return loc;
 }
 
-}  // namespace tessera::cpu
+}  // namespace tessera

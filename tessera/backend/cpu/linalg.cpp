@@ -24,7 +24,7 @@
 #include "tessera/backend/cpu/blas.h"
 #include "tessera/backend/cpu/copy.h"
 #include "tessera/backend/cpu/threading.h"
-#include "tessera/ops/primitives/decompositions.h"
+#include "tessera/ops/primitives/linalg.h"
 
 namespace tessera {
 

@@ -1,4 +1,6 @@
-// Dtype dispatch and scalar conversion for CPU kernels.
+// Dtype dispatch and element conversion, for the core and the host code of
+// every backend (CUDA device code converts with gpu::cast_to, which shares
+// float_to_int below).
 //
 //   dispatch_all(out.dtype(), [&](auto tag) {
 //     using T = typename decltype(tag)::type;
@@ -8,13 +10,22 @@
 
 #include <cmath>
 #include <complex>
+#include <cstddef>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 
 #include "tessera/core/dtype.h"
 
-namespace tessera::cpu {
+// Marks the functions that CUDA device code shares with the host.
+#ifdef __CUDACC__
+#define TESSERA_HD __host__ __device__
+#else
+#define TESSERA_HD
+#endif
+
+namespace tessera {
 
 template <typename T>
 struct TypeTag {
@@ -35,6 +46,20 @@ inline constexpr bool is_integral_v = std::is_integral_v<T> && !std::is_same_v<T
 template <typename T>
 using compute_t = std::conditional_t<is_half_v<T>, float, T>;
 
+// Float to integer: NaN and out-of-range values are undefined in C++; they are
+// clamped to the destination range instead (NaN -> 0) so the result is defined.
+template <typename Out, typename F>
+TESSERA_HD inline Out float_to_int(F f) {
+  if (f != f) return Out(0);
+  if (f <= static_cast<F>(std::numeric_limits<Out>::lowest())) {
+    return std::numeric_limits<Out>::lowest();
+  }
+  if (f >= static_cast<F>(std::numeric_limits<Out>::max())) {
+    return std::numeric_limits<Out>::max();
+  }
+  return static_cast<Out>(f);
+}
+
 // Converts between element types with NumPy's rules (complex -> real keeps the
 // real part; anything -> bool is "nonzero").
 template <typename Out, typename In>
@@ -54,18 +79,8 @@ inline Out cast_to(In v) {
   } else if constexpr (is_half_v<Out>) {
     return Out(static_cast<float>(static_cast<compute_t<In>>(v)));
   } else if constexpr (std::is_integral_v<Out> && is_float_v<In>) {
-    // Float to integer: NaN and out-of-range values are undefined in C++; clamp
-    // them to the destination range instead (NaN -> 0) so the result is defined.
     using F = std::conditional_t<std::is_same_v<In, double>, double, float>;
-    F f = static_cast<F>(v);
-    if (std::isnan(f)) return Out(0);
-    if (f <= static_cast<F>(std::numeric_limits<Out>::lowest())) {
-      return std::numeric_limits<Out>::lowest();
-    }
-    if (f >= static_cast<F>(std::numeric_limits<Out>::max())) {
-      return std::numeric_limits<Out>::max();
-    }
-    return static_cast<Out>(f);
+    return float_to_int<Out>(static_cast<F>(v));
   } else {
     return static_cast<Out>(static_cast<compute_t<In>>(v));
   }
@@ -112,4 +127,19 @@ decltype(auto) dispatch_bytes(Dtype t, F&& f) {
 
 #undef TESSERA_DTYPE_CASE
 
-}  // namespace tessera::cpu
+// Calls f(TypeTag<I>{}) for an index dtype: int32, else int64 (the op
+// functions cast every other integer index type to one of these).
+template <typename F>
+void dispatch_index(Dtype t, F&& f) {
+  if (t == int32) {
+    f(TypeTag<int32_t>{});
+  } else {
+    f(TypeTag<int64_t>{});
+  }
+}
+
+// n contiguous elements of type src_t -> dst_t, on the calling thread (the CPU
+// backend's cpu::cast_contiguous splits large casts over its threads).
+void cast_contiguous(const void* src, Dtype src_t, void* dst, Dtype dst_t, size_t n);
+
+}  // namespace tessera

@@ -1,6 +1,6 @@
 // eval_gpu of the linalg factorizations through cuSOLVER (64-bit API).
 //
-// The same storage tricks as the CPU (backend/cpu/lapack.cpp): a row-major
+// The same storage tricks as the CPU (backend/cpu/linalg.cpp): a row-major
 // buffer read column-major is the transpose, so inv, solve, cholesky, tri_inv,
 // eigh and the SVD of wide matrices work on a plain copy of the input; LU, QR
 // and the SVD of tall matrices transpose once on the device (copy_gpu with
@@ -20,7 +20,7 @@
 
 #include "tessera/backend/cuda/copy.h"
 #include "tessera/backend/cuda/device.h"
-#include "tessera/ops/primitives/decompositions.h"
+#include "tessera/ops/primitives/linalg.h"
 
 namespace tessera {
 

@@ -1,0 +1,37 @@
+// Matrix-product primitives.
+#pragma once
+
+#include "tessera/core/primitive.h"
+
+namespace tessera {
+
+// out[..., i, j] = sum_k a[..., i, k] b[..., k, j]. Inputs come broadcast to the
+// output's batch shape and cast to its dtype. float32 / float64 / complex64 go
+// through BLAS; float16 / bfloat16 are computed in float32. Integer and bool
+// dtypes (used by outer and inner with a scalar) run a plain loop.
+class Matmul : public UnaryPrimitive {
+ public:
+  using UnaryPrimitive::UnaryPrimitive;
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
+  TESSERA_PRIMITIVE_NAME(Matmul)
+  TESSERA_TRANSFORM_RULES
+  bool is_equivalent(const Primitive& other) const override;
+};
+
+// out = alpha (a @ b) + beta c; inputs {a, b, c}, c broadcast to the output
+// shape. Inexact dtypes only.
+class AddMM : public UnaryPrimitive {
+ public:
+  AddMM(Stream s, float alpha, float beta) : UnaryPrimitive(s), alpha_(alpha), beta_(beta) {}
+  void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
+  TESSERA_PRIMITIVE_NAME(AddMM)
+  TESSERA_TRANSFORM_RULES
+  bool is_equivalent(const Primitive& other) const override;
+
+ private:
+  float alpha_, beta_;
+};
+
+}  // namespace tessera
