@@ -44,7 +44,7 @@ template <typename F>
 void dispatch_float(Dtype t, const char* op, F&& f) {
   dispatch_device(t, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (is_float_v<T>) {
+    if constexpr (gpu::is_float_v<T>) {
       f(tag);
     } else {
       throw std::logic_error(std::string("[") + op + "] dtype " + dtype_name(t) +

@@ -929,14 +929,6 @@ __global__ void __launch_bounds__(256)
   }
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-int pow2_at_least(int64_t n) {
-  int g = 1;
-  while (g < n && g < 32) g *= 2;
-  return g;
-}
-
 template <typename K>
 int64_t grid_for(K kernel, int threads, int64_t blocks) {
   int per_sm = 0;

@@ -246,7 +246,7 @@ void Scan::eval_gpu(const std::vector<array>& inputs, array& out) {
       case LogAddExp:
         if constexpr (std::is_same_v<T, c64>) {
           throw std::logic_error("[Scan] complex input reached a max/min/logaddexp scan (bug)");
-        } else if constexpr (!is_float_v<T>) {
+        } else if constexpr (!gpu::is_float_v<T>) {
           if (type_ == LogAddExp) throw std::logic_error("[Scan] integer logaddexp scan (bug)");
           if (type_ == Max) return run_scan<ExtremumOp<T, true>>(x, y, p, reverse_, inclusive_, s);
           return run_scan<ExtremumOp<T, false>>(x, y, p, reverse_, inclusive_, s);
