@@ -10,18 +10,16 @@ import sys
 
 from . import core
 from . import _conv
-from . import _fast
 from . import _io
 from . import _transforms
 
 # The native submodules importable by name too (import tessera.core.linalg).
-for _name in ("cuda", "fft", "linalg", "random"):
+for _name in ("cuda", "fast", "fft", "linalg", "random"):
     sys.modules[f"{__name__}.core.{_name}"] = getattr(core, _name)
 
 _transforms.install(core)
 _io.install(core)
 _conv.install(core)
-_fast.install(core)
 
 __version__ = core.__version__
 

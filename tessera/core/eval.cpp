@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <optional>
+#include <stdexcept>
 #include <utility>
 
 #include "tessera/core/gpu.h"
@@ -197,23 +198,48 @@ void prefetch_inputs(const std::vector<array>& tape) {
   if (!wanted.empty()) gpu::prefetch(wanted);
 }
 
+// Note [Nested evaluation]
+// A kernel may evaluate a graph of its own (a fast primitive runs its
+// fallback: Note [Fast primitives] in ops/primitives/fast.h). It runs on the
+// thread that runs its stream's tasks, so that stream takes no other task
+// until the kernel returns. A synchronous eval whose graph is all on that
+// stream therefore runs inline on the calling thread, which holds the stream
+// already (no begin_inline; the task around it flushes the stream). A
+// synchronous graph that needs this stream among others would wait on itself:
+// it is refused as a bug.
+void check_not_waiting_on_self(const std::vector<array>& tape) {
+  for (auto& a : tape) {
+    if (scheduler::runs_here(a.primitive().stream())) {
+      throw std::logic_error(
+          "[eval] a kernel evaluated a graph that spans its own stream and others (bug)");
+    }
+  }
+}
+
 void schedule(const std::vector<array>& outputs, bool synchronous) {
   auto tape = build_tape(outputs);
   prefetch_inputs(tape);
   std::optional<Stream> inline_stream;
+  bool nested = false;
   if (synchronous) {
     inline_stream = single_stream(tape);
-    if (inline_stream && !scheduler::begin_inline(*inline_stream)) inline_stream.reset();
+    nested = inline_stream && scheduler::runs_here(*inline_stream);
+    if (!inline_stream) {
+      check_not_waiting_on_self(tape);
+    } else if (!nested && !scheduler::begin_inline(*inline_stream)) {
+      inline_stream.reset();
+    }
   }
   struct InlineGuard {
     std::optional<Stream>& s;
+    bool nested;
     ~InlineGuard() {
-      if (s) {
+      if (s && !nested) {
         gpu::flush(*s);
         scheduler::end_inline(*s);
       }
     }
-  } guard{inline_stream};
+  } guard{inline_stream, nested};
   Batcher batcher;
   // Run inline, one task object serves every node (its vectors keep their memory).
   NodeTask task;

@@ -20,6 +20,8 @@ namespace tessera {
 namespace {
 
 thread_local int tl_stream_index = -1;
+// The streams this thread holds inline, innermost last.
+thread_local std::vector<int> tl_inline;
 
 class StreamWorker {
  public:
@@ -202,9 +204,18 @@ void wait_for(int stream_index, uint64_t seq) {
 int current_stream_index() { return tl_stream_index; }
 
 bool begin_inline(const Stream& s) {
-  return registry().worker(s.index).begin_inline();
+  if (!registry().worker(s.index).begin_inline()) return false;
+  tl_inline.push_back(s.index);
+  return true;
 }
-void end_inline(const Stream& s) { registry().worker(s.index).end_inline(); }
+void end_inline(const Stream& s) {
+  tl_inline.pop_back();
+  registry().worker(s.index).end_inline();
+}
+bool runs_here(const Stream& s) {
+  return tl_stream_index == s.index ||
+         std::find(tl_inline.begin(), tl_inline.end(), s.index) != tl_inline.end();
+}
 
 }  // namespace scheduler
 

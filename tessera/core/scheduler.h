@@ -32,5 +32,8 @@ int current_stream_index();
 // has nothing queued or running, and holds s's worker back until end_inline(s).
 bool begin_inline(const Stream& s);
 void end_inline(const Stream& s);
+// True while the calling thread runs the tasks of s: it is s's worker, or it
+// holds s inline (Note [Nested evaluation] in core/eval.cpp).
+bool runs_here(const Stream& s);
 
 }  // namespace tessera::scheduler

@@ -6,6 +6,7 @@
 #include "tessera/ops/linalg.h"
 #include "tessera/ops/depends.h"
 #include "tessera/ops/einsum.h"
+#include "tessera/ops/fast.h"
 #include "tessera/ops/fft.h"
 #include "tessera/ops/matmul.h"
 #include "tessera/ops/products.h"

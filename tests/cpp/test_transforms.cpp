@@ -10,6 +10,7 @@
 #include "grad_check.h"
 #include "harness.h"
 #include "tessera/tessera.h"
+#include "tessera/ops/primitives/fast.h"
 #include "tessera/ops/primitives/sort.h"
 
 using namespace tessera;
@@ -386,6 +387,14 @@ TEST(Transforms, EveryPrimitiveHasItsRules) {
                    {quantized_matmul(random_f64({2, 32}, 26), packed[0], packed[1], packed[2],
                                      true, 32, 4)}});
   cases.push_back({"depends", depends({x, m}, {y})});
+  {
+    fast::PrimitiveScope nodes;
+    array x3 = reshape(x, {1, 3, 4}), x4 = reshape(x, {1, 1, 3, 4});
+    cases.push_back({"rms_norm", {fast::rms_norm(x, v, 1e-5f)}});
+    cases.push_back({"layer_norm", {fast::layer_norm(x, v, v, 1e-5f)}});
+    cases.push_back({"rope", {fast::rope(x3, 4, false, 1e4f, 1.0f, 0)}});
+    cases.push_back({"attention", {fast::scaled_dot_product_attention(x4, x4, x4, 0.5f)}});
+  }
   std::vector<std::string> missing;
   for (auto& [label, outs] : cases) {
     for (auto& m : missing_rules(outs)) missing.push_back(m + " (" + label + ")");

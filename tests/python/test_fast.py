@@ -146,3 +146,21 @@ def test_nn_layers_use_fast(rng):
     y = rng.standard_normal((1, 2, 5, 16)).astype(np.float32)
     np.testing.assert_allclose(np.array(r(mx.array(y))), np_rope(y, 16, True, 100.0, 1.0, 0),
                                rtol=1e-4, atol=1e-5)
+
+
+def test_fast_is_the_native_submodule_with_keyword_only_options(rng):
+    import tessera.core.fast as fast
+    assert fast is mx.fast
+    x = rng.standard_normal((1, 2, 3, 8)).astype(np.float32)
+    want = np_rope(x, 8, False, 10000.0, 1.0, 2.5)
+    got = fast.rope(mx.array(x), 8, traditional=False, base=10000.0, scale=1.0, offset=2.5,
+                    stream=mx.cpu)
+    np.testing.assert_allclose(np.array(got), want, rtol=1e-4, atol=1e-5)
+    with pytest.raises(TypeError):
+        fast.rope(mx.array(x), 8, False, 10000.0, 1.0, 0)
+    with pytest.raises(ValueError, match=r"\[rope\] freqs must be real of shape \(4,\)"):
+        fast.rope(mx.array(x), 8, traditional=False, base=None, scale=1.0, offset=0,
+                  freqs=mx.ones((3,)))
+    with pytest.raises(ValueError, match=r"\[scaled_dot_product_attention\] sinks"):
+        fast.scaled_dot_product_attention(mx.array(x), mx.array(x), mx.array(x), scale=1.0,
+                                          sinks=mx.zeros((3,)))

@@ -1,0 +1,59 @@
+// The submodule tessera.core.fast (reference submodules.md §4): rms_norm,
+// layer_norm, rope and scaled_dot_product_attention; the stream is keyword-only.
+#include "convert.h"
+
+namespace tessera::python {
+
+void init_fast(nb::module_& parent) {
+  nb::module_ m = parent.def_submodule(
+      "fast", "Normalisations, rotary embeddings and attention, each one op (fused where a "
+              "backend has the kernel)");
+  auto kw = nb::kw_only();
+  m.def("rms_norm", [](nb::handle x, nb::handle weight, float eps, StreamArg s) {
+    return fast::rms_norm(to_array(x), optional_array(weight), eps, s);
+  }, "x"_a, "weight"_a.none(), "eps"_a, kw, "stream"_a = nb::none(),
+        "x * rsqrt(mean(x**2, axis=-1) + eps) * weight; weight 1-D or None.");
+  m.def("layer_norm", [](nb::handle x, nb::handle weight, nb::handle bias, float eps,
+                         StreamArg s) {
+    return fast::layer_norm(to_array(x), optional_array(weight), optional_array(bias), eps, s);
+  }, "x"_a, "weight"_a.none(), "bias"_a.none(), "eps"_a, kw, "stream"_a = nb::none(),
+        "(x - mean) * rsqrt(var + eps) * weight + bias over the last axis; weight and bias "
+        "1-D or None.");
+  m.def("rope", [](nb::handle a, int dims, bool traditional, std::optional<float> base,
+                   float scale, nb::handle offset, nb::handle freqs, StreamArg s) {
+    array x = to_array(a);
+    auto f = optional_array(freqs);
+    if (nb::isinstance<nb::int_>(offset)) {
+      return fast::rope(x, dims, traditional, base, scale, nb::cast<int>(offset), f, s);
+    }
+    return fast::rope(x, dims, traditional, base, scale, to_array(offset), f, s);
+  }, "a"_a, "dims"_a, kw, "traditional"_a, "base"_a.none(), "scale"_a, "offset"_a,
+        "freqs"_a = nb::none(), "stream"_a = nb::none(),
+        "Rotary position embedding of the first dims features of a (B, *, T, D); offset an "
+        "int or an array (a scalar, or one per batch element); exactly one of base and freqs.");
+  m.def("scaled_dot_product_attention", [](nb::handle q, nb::handle k, nb::handle v, float scale,
+                                           nb::handle mask, nb::handle sinks, bool force_fused,
+                                           StreamArg s) {
+    std::string mode;
+    std::optional<array> mask_arr;
+    if (nb::isinstance<nb::str>(mask)) {
+      mode = nb::cast<std::string>(mask);
+      if (mode != "causal") {
+        throw std::invalid_argument(
+            "[scaled_dot_product_attention] mask must be 'causal', an array or None, got '" +
+            mode + "'");
+      }
+    } else if (!mask.is_none()) {
+      mode = "array";
+      mask_arr = to_array(mask);
+    }
+    return fast::scaled_dot_product_attention(to_array(q), to_array(k), to_array(v), scale, mode,
+                                              std::move(mask_arr), optional_array(sinks),
+                                              force_fused, s);
+  }, "q"_a, "k"_a, "v"_a, kw, "scale"_a, "mask"_a = nb::none(), "sinks"_a = nb::none(),
+        "force_fused"_a = false, "stream"_a = nb::none(),
+        "softmax(scale * q @ k.T + mask) @ v over heads (B, N, T, D); N_q a multiple of N_kv; "
+        "mask None, 'causal', or a boolean or additive array; sinks one logit per query head.");
+}
+
+}  // namespace tessera::python

@@ -1,0 +1,128 @@
+// Primitives of the fast ops: each carries its composition of ordinary ops.
+//
+// Note [Fast primitives]
+// fast::rms_norm, layer_norm, rope and scaled_dot_product_attention are each
+// one primitive derived from fast::Custom, which holds the op's fallback: a
+// function of the primitive's inputs, built of ordinary ops on the op's stream
+// (MLX's fast::Custom).
+//   - The op function validates, builds the fallback and the primitive, then
+//     asks use_fallback(inputs) whether a kernel of the stream's backend covers
+//     the case. If none does, it returns fallback(inputs): the plain graph,
+//     which every backend runs and every transform sees through, with no fast
+//     node in it. No backend has a fused kernel yet, so this is every case.
+//   - Otherwise the op creates the node. Custom::eval_cpu and eval_gpu run the
+//     fallback on the evaluated inputs (a nested evaluation on the same stream,
+//     Note [Nested evaluation] in core/eval.cpp) and take over its results'
+//     buffers, so a node is correct on every backend before any kernel exists.
+//   - vjp, jvp and vmap of a node are those of its fallback (tessera::vjp, jvp
+//     and vmap applied to it, as for a custom function without rules), so
+//     derivatives are ordinary lazy graphs.
+// A fused kernel plugs in per primitive: declare eval_gpu (or eval_cpu) in
+// its class below, define it in backend/cuda/fast.cu (and with TESSERA_NO_GPU_MULTI
+// in backend/no_cuda/primitives.cpp), and override use_fallback to return false
+// for exactly the cases it covers (dtype, sizes, mask kinds, stream().device),
+// so that every other case still takes the fallback; the kernel calls
+// Custom::eval_gpu for a case it does not cover (a PrimitiveScope makes nodes
+// of every case). A fused backward pass overrides vjp the same way.
+// force_fused (attention) asks use_fallback too.
+//
+// A PrimitiveScope makes the ops create their node even where use_fallback
+// says otherwise, so that the node's evaluation and transforms are tested
+// against the plain graph before any kernel exists.
+#pragma once
+
+#include <functional>
+#include <optional>
+
+#include "tessera/core/primitive.h"
+
+namespace tessera::fast {
+
+class Custom : public Primitive {
+ public:
+  using Fallback = std::function<std::vector<array>(std::vector<array>)>;
+  Custom(Stream s, Fallback fallback) : Primitive(s), fallback_(std::move(fallback)) {}
+
+  // Whether no kernel of this stream's backend covers these inputs.
+  virtual bool use_fallback(const std::vector<array>& inputs) const { return true; }
+  const Fallback& fallback() const { return fallback_; }
+
+  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  void eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  TESSERA_TRANSFORM_RULES
+
+ private:
+  void eval_fallback(const std::vector<array>& inputs, std::vector<array>& outputs);
+  Fallback fallback_;
+};
+
+// Inputs {x, weight?}.
+class RMSNorm : public Custom {
+ public:
+  RMSNorm(Stream s, Fallback fallback, float eps) : Custom(s, std::move(fallback)), eps_(eps) {}
+  TESSERA_PRIMITIVE_NAME(RMSNorm)
+  bool is_equivalent(const Primitive& other) const override;
+
+ private:
+  float eps_;
+};
+
+// Inputs {x, weight?, bias?}.
+class LayerNorm : public Custom {
+ public:
+  LayerNorm(Stream s, Fallback fallback, float eps, bool has_weight, bool has_bias)
+      : Custom(s, std::move(fallback)), eps_(eps), has_weight_(has_weight), has_bias_(has_bias) {}
+  TESSERA_PRIMITIVE_NAME(LayerNorm)
+  bool is_equivalent(const Primitive& other) const override;
+
+ private:
+  float eps_;
+  bool has_weight_, has_bias_;
+};
+
+// Inputs {x, offset (0-d or (B,)), freqs?}; base is unset when freqs is given.
+class RoPE : public Custom {
+ public:
+  RoPE(Stream s, Fallback fallback, int dims, bool traditional, std::optional<float> base,
+       float scale)
+      : Custom(s, std::move(fallback)), dims_(dims), traditional_(traditional), base_(base),
+        scale_(scale) {}
+  TESSERA_PRIMITIVE_NAME(RoPE)
+  bool is_equivalent(const Primitive& other) const override;
+
+ private:
+  int dims_;
+  bool traditional_;
+  std::optional<float> base_;
+  float scale_;
+};
+
+// Inputs {q, k, v, mask? (mask_mode array), sinks?}.
+class ScaledDotProductAttention : public Custom {
+ public:
+  enum class Mask { none, causal, array };
+  ScaledDotProductAttention(Stream s, Fallback fallback, float scale, Mask mask, bool has_sinks)
+      : Custom(s, std::move(fallback)), scale_(scale), mask_(mask), has_sinks_(has_sinks) {}
+  TESSERA_PRIMITIVE_NAME(ScaledDotProductAttention)
+  bool is_equivalent(const Primitive& other) const override;
+
+ private:
+  float scale_;
+  Mask mask_;
+  bool has_sinks_;
+};
+
+// Within its scope, the fast ops of the calling thread create their
+// primitive whatever use_fallback says (see Note [Fast primitives]).
+class PrimitiveScope {
+ public:
+  PrimitiveScope();
+  ~PrimitiveScope();
+  PrimitiveScope(const PrimitiveScope&) = delete;
+  PrimitiveScope& operator=(const PrimitiveScope&) = delete;
+
+ private:
+  bool previous_;
+};
+
+}  // namespace tessera::fast

@@ -1,0 +1,598 @@
+// fast::rms_norm, layer_norm, rope and scaled_dot_product_attention against
+// loops in double over the inputs, on every device and in float32, float16,
+// bfloat16 (and float64); derivatives against finite differences, vmap
+// against a loop; the primitive's node (forced with a PrimitiveScope) against
+// the fallback graph; and the errors of bad arguments.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <tuple>
+#include <string>
+#include <vector>
+
+#include "grad_check.h"
+#include "harness.h"
+#include "tessera/ops/primitives/fast.h"
+#include "tessera/tessera.h"
+
+using namespace tessera;
+using grad_check::check_derivatives;
+using grad_check::check_vmap;
+using grad_check::random_f64;
+using grad_check::values;
+
+namespace {
+
+using Values = std::vector<double>;
+
+// Tolerances of a result of dtype t against the double reference.
+double tol(Dtype t) {
+  if (t == float16) return 8e-3;
+  if (t == bfloat16) return 6e-2;
+  if (t == float32) return 2e-5;
+  return 1e-11;
+}
+
+std::vector<Dtype> value_dtypes() { return {float32, float16, bfloat16, float64}; }
+
+std::string dname(Dtype t) { return dtype_name(t); }
+
+struct Input {
+  Values v;
+  array a;
+};
+
+// Random values exact in dtype t, and their array on the current device.
+Input input(const Shape& shape, Dtype t, uint64_t seed, double lo = -2, double hi = 2) {
+  Values v = harness::random_values(shape_size(shape), t, lo, hi, seed);
+  return {v, harness::from_doubles(v, shape, t)};
+}
+
+// ---- references
+
+Values ref_rms_norm(const Values& x, int d, const Values& w, double eps) {
+  Values out(x.size());
+  for (size_t r = 0; r < x.size() / d; ++r) {
+    double ss = 0;
+    for (int i = 0; i < d; ++i) ss += x[r * d + i] * x[r * d + i];
+    double inv = 1 / std::sqrt(ss / d + eps);
+    for (int i = 0; i < d; ++i) out[r * d + i] = x[r * d + i] * inv * (w.empty() ? 1 : w[i]);
+  }
+  return out;
+}
+
+Values ref_layer_norm(const Values& x, int d, const Values& w, const Values& b, double eps) {
+  Values out(x.size());
+  for (size_t r = 0; r < x.size() / d; ++r) {
+    double mu = 0, var = 0;
+    for (int i = 0; i < d; ++i) mu += x[r * d + i];
+    mu /= d;
+    for (int i = 0; i < d; ++i) var += (x[r * d + i] - mu) * (x[r * d + i] - mu);
+    double inv = 1 / std::sqrt(var / d + eps);
+    for (int i = 0; i < d; ++i) {
+      out[r * d + i] =
+          (x[r * d + i] - mu) * inv * (w.empty() ? 1 : w[i]) + (b.empty() ? 0 : b[i]);
+    }
+  }
+  return out;
+}
+
+// x (B, *, T, D); offsets: one value, or one per batch element.
+Values ref_rope(const Values& x, const Shape& shape, int dims, bool traditional,
+                std::optional<double> base, double scale, const Values& offsets,
+                const Values& freqs) {
+  int nd = static_cast<int>(shape.size());
+  int batch = shape[0], t_len = shape[nd - 2], d = shape[nd - 1], half = dims / 2;
+  size_t per_batch = x.size() / batch;
+  Values out = x;
+  for (size_t row = 0; row < x.size() / d; ++row) {
+    int b = static_cast<int>(row * d / per_batch);
+    int t = static_cast<int>(row % t_len);
+    double pos = (t + offsets[offsets.size() == 1 ? 0 : b]) * scale;
+    for (int i = 0; i < half; ++i) {
+      double freq = freqs.empty() ? std::pow(*base, -static_cast<double>(i) / half) : 1 / freqs[i];
+      double c = std::cos(pos * freq), s = std::sin(pos * freq);
+      size_t i1 = row * d + (traditional ? 2 * i : i);
+      size_t i2 = row * d + (traditional ? 2 * i + 1 : i + half);
+      out[i1] = x[i1] * c - x[i2] * s;
+      out[i2] = x[i1] * s + x[i2] * c;
+    }
+  }
+  return out;
+}
+
+enum class MaskKind { none, causal, boolean, additive };
+
+// q (B, Nq, Tq, D), k (B, Nkv, Tkv, D), v (B, Nkv, Tkv, Dv); mask values of
+// mask_shape (at most 4 dims) broadcast to (B, Nq, Tq, Tkv).
+Values ref_attention(const Values& q, const Shape& qs, const Values& k, const Shape& ks,
+                     const Values& v, int dv, double scale, MaskKind kind, const Values& mask,
+                     const Shape& mask_shape, const Values& sinks) {
+  int B = qs[0], nq = qs[1], tq = qs[2], d = qs[3], nkv = ks[1], tkv = ks[2];
+  Shape full{B, nq, tq, tkv};
+  auto mask_at = [&](int b, int h, int i, int j) {
+    int idx[4] = {b, h, i, j};
+    size_t off = 0, stride = 1;
+    for (int dim = static_cast<int>(mask_shape.size()) - 1; dim >= 0; --dim) {
+      int full_dim = 4 - static_cast<int>(mask_shape.size()) + dim;
+      if (mask_shape[dim] != 1) off += idx[full_dim] * stride;
+      stride *= mask_shape[dim];
+    }
+    return mask[off];
+  };
+  Values out(static_cast<size_t>(B) * nq * tq * dv);
+  for (int b = 0; b < B; ++b) {
+    for (int h = 0; h < nq; ++h) {
+      int hk = h / (nq / nkv);
+      for (int i = 0; i < tq; ++i) {
+        std::vector<double> s(tkv);
+        std::vector<bool> keep(tkv, true);
+        for (int j = 0; j < tkv; ++j) {
+          double dot = 0;
+          for (int e = 0; e < d; ++e) {
+            dot += q[((b * nq + h) * tq + i) * d + e] * k[((b * nkv + hk) * tkv + j) * d + e];
+          }
+          s[j] = scale * dot;
+          if (kind == MaskKind::causal) keep[j] = j <= i + tkv - tq;
+          if (kind == MaskKind::boolean) keep[j] = mask_at(b, h, i, j) != 0;
+          if (kind == MaskKind::additive) s[j] += mask_at(b, h, i, j);
+        }
+        double top = sinks.empty() ? -INFINITY : sinks[h];
+        for (int j = 0; j < tkv; ++j) {
+          if (keep[j]) top = std::max(top, s[j]);
+        }
+        double z = sinks.empty() ? 0 : std::exp(sinks[h] - top);
+        std::vector<double> p(tkv, 0);
+        for (int j = 0; j < tkv; ++j) {
+          if (keep[j]) z += p[j] = std::exp(s[j] - top);
+        }
+        for (int e = 0; e < dv; ++e) {
+          double acc = 0;
+          for (int j = 0; j < tkv; ++j) acc += p[j] / z * v[((b * nkv + hk) * tkv + j) * dv + e];
+          out[((b * nq + h) * tq + i) * dv + e] = acc;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// The message of an invalid_argument thrown by f names op in brackets.
+void expect_invalid(const std::function<void()>& f, const std::string& op,
+                    const std::string& fragment) {
+  try {
+    f();
+    ADD_FAILURE() << op << ": no exception (expected '" << fragment << "')";
+  } catch (const std::invalid_argument& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("[" + op + "]"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(fragment), std::string::npos) << msg;
+  }
+}
+
+// The name of the primitive behind a (empty when a has none).
+std::string primitive_of(const array& a) { return a.has_primitive() ? a.primitive().name() : ""; }
+
+// f on the fallback's graph and on the forced primitive node: the node is
+// there, and values, vjp, jvp and vmap through it equal the fallback's.
+void check_primitive_path(const std::string& name, const std::string& prim, const VecFn& f,
+                          const std::vector<array>& primals, const std::vector<int>& in_axes) {
+  auto forced = [f](const std::vector<array>& x) {
+    fast::PrimitiveScope scope;
+    return f(x);
+  };
+  EXPECT_NE(primitive_of(f(primals)[0]), prim) << name << ": the fallback makes no node";
+  EXPECT_EQ(primitive_of(forced(primals)[0]), prim) << name;
+  auto same = [&](const std::vector<array>& a, const std::vector<array>& b, const char* what) {
+    ASSERT_EQ(a.size(), b.size()) << name << " " << what;
+    for (size_t i = 0; i < a.size(); ++i) {
+      ASSERT_EQ(a[i].shape(), b[i].shape()) << name << " " << what << " " << i;
+      EXPECT_EQ(a[i].dtype(), b[i].dtype()) << name << " " << what << " " << i;
+      auto va = values(a[i]), vb = values(b[i]);
+      for (size_t j = 0; j < va.size(); ++j) {
+        EXPECT_NEAR(va[j], vb[j], 1e-12 * (1 + std::abs(vb[j])))
+            << name << " " << what << " " << i << " element " << j;
+      }
+    }
+  };
+  same(forced(primals), f(primals), "values");
+  std::vector<array> cot;
+  for (auto& o : f(primals)) cot.push_back(random_f64(o.shape(), 91));
+  same(vjp(forced, primals, cot).second, vjp(f, primals, cot).second, "vjp");
+  std::vector<array> tan;
+  for (size_t i = 0; i < primals.size(); ++i) tan.push_back(random_f64(primals[i].shape(), 92 + i));
+  same(jvp(forced, primals, tan).second, jvp(f, primals, tan).second, "jvp");
+  std::vector<array> batched;
+  for (size_t i = 0; i < primals.size(); ++i) {
+    if (in_axes[i] < 0) {
+      batched.push_back(primals[i]);
+      continue;
+    }
+    Shape s = primals[i].shape();
+    s.insert(s.begin() + in_axes[i], 3);
+    batched.push_back(random_f64(s, 93 + i));
+  }
+  same(vmap(forced, in_axes)(batched), vmap(f, in_axes)(batched), "vmap");
+  // Derivatives through the node against finite differences.
+  check_derivatives(name + " (primitive)", forced, primals);
+}
+
+}  // namespace
+
+// ---- rms_norm, layer_norm
+
+namespace {
+
+const float kEps = 1e-5f;
+
+// f(x values, x, dtype, context) for x of shape (.., 16) in every layout and
+// value dtype, on every device.
+void for_each_norm_case(const std::string& op, const Shape& shape, uint64_t seed,
+                        const std::function<void(const Values&, const array&, Dtype,
+                                                 const std::string&)>& f) {
+  for (auto dev : harness::devices()) {
+    StreamContext ctx(dev);
+    for (Dtype t : value_dtypes()) {
+      for (auto layout : harness::all_layouts()) {
+        Values xv = harness::random_values(shape_size(shape), t, -2, 2, seed);
+        xv = harness::rows_repeated(xv, shape);
+        f(xv, harness::with_layout(xv, shape, t, layout), t,
+          op + " " + dname(t) + " " + harness::layout_name(layout));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST(Fast, test_rms_norm_values_dtypes_layouts_and_devices) {
+  for_each_norm_case("rms_norm", {2, 3, 16}, 1, [](const Values& xv, const array& x, Dtype t,
+                                                   const std::string& c) {
+    Input w = input({16}, t, 2);
+    array y = fast::rms_norm(x, w.a, kEps);
+    EXPECT_EQ(y.dtype(), t) << c;
+    EXPECT_EQ(y.shape(), (Shape{2, 3, 16})) << c;
+    harness::expect_values(y, ref_rms_norm(xv, 16, w.v, kEps), c, tol(t), tol(t));
+    harness::expect_values(fast::rms_norm(x, std::nullopt, 1e-3f),
+                           ref_rms_norm(xv, 16, {}, double(1e-3f)), c + " no weight", tol(t),
+                           tol(t));
+  });
+}
+
+TEST(Fast, test_rms_norm_weight_dtype_promotes_and_stream_argument) {
+  Input x = input({4, 8}, float16, 3);
+  Input w = input({8}, float32, 4);
+  array y = fast::rms_norm(x.a, w.a, kEps, Device::cpu);
+  EXPECT_EQ(y.dtype(), float32);
+  // Normalised in float32, rounded to float16, then scaled in float32.
+  Values n = ref_rms_norm(x.v, 8, {}, kEps);
+  Values want(n.size());
+  for (size_t i = 0; i < n.size(); ++i) {
+    want[i] = static_cast<float>(float16_t(static_cast<float>(n[i]))) * w.v[i % 8];
+  }
+  harness::expect_values(y, want, "rms_norm float16 x float32 weight", 1e-6, 1e-6);
+}
+
+TEST(Fast, test_layer_norm_values_dtypes_layouts_and_devices) {
+  for_each_norm_case("layer_norm", {3, 4, 16}, 5, [](const Values& xv, const array& x, Dtype t,
+                                                     const std::string& c) {
+    Input w = input({16}, t, 6), b = input({16}, t, 7);
+    auto check = [&](const std::optional<Input>& w, const std::optional<Input>& b,
+                     const std::string& what) {
+      array y = fast::layer_norm(x, w ? std::optional(w->a) : std::nullopt,
+                                 b ? std::optional(b->a) : std::nullopt, kEps);
+      EXPECT_EQ(y.dtype(), t) << c << what;
+      harness::expect_values(y, ref_layer_norm(xv, 16, w ? w->v : Values{}, b ? b->v : Values{},
+                                               kEps),
+                             c + what, tol(t), tol(t));
+    };
+    check(w, b, "");
+    check(std::nullopt, std::nullopt, " plain");
+    check(w, std::nullopt, " weight only");
+    check(std::nullopt, b, " bias only");
+  });
+}
+
+// ---- rope
+
+TEST(Fast, test_rope_values_layouts_offsets_and_freqs) {
+  const Shape shape{2, 3, 5, 12};
+  Values freqs{1.0, 3.0, 10.0, 30.0};
+  for (auto dev : harness::devices()) {
+    StreamContext ctx(dev);
+    for (Dtype t : value_dtypes()) {
+      Input x = input(shape, t, 8);
+      for (bool traditional : {false, true}) {
+        std::string c = "rope " + dname(t) + (traditional ? " traditional" : "");
+        for (auto [dims, offset, scale] :
+             std::vector<std::tuple<int, int, float>>{{12, 0, 1.0f}, {8, 3, 0.5f}}) {
+          array y = fast::rope(x.a, dims, traditional, 10000.0f, scale, offset);
+          EXPECT_EQ(y.dtype(), t) << c;
+          harness::expect_values(
+              y, ref_rope(x.v, shape, dims, traditional, 10000.0, scale, {double(offset)}, {}),
+              c + " dims " + std::to_string(dims), tol(t), tol(t));
+        }
+        array per_batch = fast::rope(x.a, 12, traditional, 10000.0f, 1.0f, array({2, 7}, int32));
+        harness::expect_values(
+            per_batch, ref_rope(x.v, shape, 12, traditional, 10000.0, 1.0, {2, 7}, {}),
+            c + " offsets per batch", tol(t), tol(t));
+        array scalar_offset = fast::rope(x.a, 12, traditional, 500.0f, 2.0f, array(4));
+        harness::expect_values(
+            scalar_offset, ref_rope(x.v, shape, 12, traditional, 500.0, 2.0, {4}, {}),
+            c + " 0-d offset array", tol(t), tol(t));
+        array with_freqs =
+            fast::rope(x.a, 8, traditional, std::nullopt, 1.0f, 1, array({1.f, 3.f, 10.f, 30.f}));
+        harness::expect_values(
+            with_freqs, ref_rope(x.v, shape, 8, traditional, std::nullopt, 1.0, {1}, freqs),
+            c + " freqs", tol(t), tol(t));
+      }
+    }
+    // A transposed input (B, T, H, D) viewed as (B, H, T, D), and a 3-D input.
+    Values v = harness::random_values(2 * 5 * 3 * 8, float32, -2, 2, 9);
+    array stored = harness::from_doubles(v, {2, 5, 3, 8}, float32);
+    array x = transpose(stored, {0, 2, 1, 3});
+    Values xv = values(contiguous(x));
+    harness::expect_values(fast::rope(x, 8, false, 10000.0f, 1.0f, 2),
+                           ref_rope(xv, {2, 3, 5, 8}, 8, false, 10000.0, 1.0, {2}, {}),
+                           "rope transposed", tol(float32), tol(float32));
+    Values v3 = harness::random_values(4 * 6 * 8, float32, -2, 2, 10);
+    harness::expect_values(
+        fast::rope(harness::from_doubles(v3, {4, 6, 8}, float32), 6, true, 100.0f, 1.0f,
+                   array({0, 1, 2, 3})),
+        ref_rope(v3, {4, 6, 8}, 6, true, 100.0, 1.0, {0, 1, 2, 3}, {}), "rope 3-D",
+        tol(float32), tol(float32));
+  }
+}
+
+// ---- scaled_dot_product_attention
+
+TEST(Fast, test_attention_heads_masks_and_sinks) {
+  const Shape qs{2, 4, 3, 8};
+  for (auto dev : harness::devices()) {
+    StreamContext ctx(dev);
+    for (Dtype t : value_dtypes()) {
+      // The probabilities are rounded to the input dtype before multiplying v.
+      double tl = t == float16 ? 1.5e-2 : t == bfloat16 ? 8e-2 : tol(t);
+      for (int n_kv : {4, 2, 1}) {
+        std::string c = "attention " + dname(t) + " n_kv " + std::to_string(n_kv);
+        const Shape ks{2, n_kv, 5, 8}, vs{2, n_kv, 5, 6};
+        Input q = input(qs, t, 11, -1, 1), k = input(ks, t, 12, -1, 1), v = input(vs, t, 13);
+        auto ref = [&](MaskKind kind, const Values& m, const Shape& ms, const Values& sinks) {
+          return ref_attention(q.v, qs, k.v, ks, v.v, 6, double(0.3f), kind, m, ms, sinks);
+        };
+        array plain = fast::scaled_dot_product_attention(q.a, k.a, v.a, 0.3f);
+        EXPECT_EQ(plain.shape(), (Shape{2, 4, 3, 6})) << c;
+        EXPECT_EQ(plain.dtype(), t) << c;
+        harness::expect_values(plain, ref(MaskKind::none, {}, {}, {}), c, tl, tl);
+        harness::expect_values(
+            fast::scaled_dot_product_attention(q.a, k.a, v.a, 0.3f, "causal"),
+            ref(MaskKind::causal, {}, {}, {}), c + " causal", tl, tl);
+        Values keep = harness::random_values(15, bool_, 0, 1, 14);
+        for (int i = 0; i < 3; ++i) keep[i * 5] = 1;  // no row fully masked
+        array bool_mask = astype(array(keep.begin(), {3, 5}, float64), bool_);
+        harness::expect_values(
+            fast::scaled_dot_product_attention(q.a, k.a, v.a, 0.3f, "array", bool_mask),
+            ref(MaskKind::boolean, keep, {3, 5}, {}), c + " boolean mask", tl, tl);
+        Input add = input({1, 4, 3, 5}, t, 15);
+        harness::expect_values(
+            fast::scaled_dot_product_attention(q.a, k.a, v.a, 0.3f, "array", add.a),
+            ref(MaskKind::additive, add.v, {1, 4, 3, 5}, {}), c + " additive mask", tl, tl);
+        Input sinks = input({4}, t, 16);
+        harness::expect_values(
+            fast::scaled_dot_product_attention(q.a, k.a, v.a, 0.3f, "", std::nullopt, sinks.a),
+            ref(MaskKind::none, {}, {}, sinks.v), c + " sinks", tl, tl);
+        harness::expect_values(
+            fast::scaled_dot_product_attention(q.a, k.a, v.a, 0.3f, "causal", std::nullopt,
+                                               sinks.a),
+            ref(MaskKind::causal, {}, {}, sinks.v), c + " causal and sinks", tl, tl);
+      }
+    }
+  }
+}
+
+TEST(Fast, test_attention_causal_aligns_to_the_end_and_one_query) {
+  // T_q < T_kv (decoding): query i sees keys j <= i + T_kv - T_q.
+  for (auto dev : harness::devices()) {
+    StreamContext ctx(dev);
+    for (int t_q : {1, 2, 6}) {
+      const Shape qs{1, 2, t_q, 4}, ks{1, 2, 6, 4};
+      Input q = input(qs, float32, 17), k = input(ks, float32, 18), v = input(ks, float32, 19);
+      harness::expect_values(
+          fast::scaled_dot_product_attention(q.a, k.a, v.a, 0.5f, "causal"),
+          ref_attention(q.v, qs, k.v, ks, v.v, 4, 0.5, MaskKind::causal, {}, {}, {}),
+          "causal t_q " + std::to_string(t_q), tol(float32), tol(float32));
+    }
+  }
+}
+
+// ---- the primitive's node
+
+TEST(Fast, test_primitive_node_equals_the_fallback_with_its_transforms) {
+  array x = random_f64({2, 3, 8}, 20), w = random_f64({8}, 21), b = random_f64({8}, 22);
+  check_primitive_path("rms_norm", "RMSNorm", [](const std::vector<array>& a) {
+    return std::vector{fast::rms_norm(a[0], a[1], 1e-5f)};
+  }, {x, w}, {0, -1});
+  check_primitive_path("layer_norm", "LayerNorm", [](const std::vector<array>& a) {
+    return std::vector{fast::layer_norm(a[0], a[1], a[2], 1e-5f)};
+  }, {x, w, b}, {0, 0, -1});
+  array r = random_f64({2, 2, 5, 8}, 23);
+  check_primitive_path("rope", "RoPE", [](const std::vector<array>& a) {
+    return std::vector{fast::rope(a[0], 6, false, 10000.0f, 1.0f, array({1, 4}, int32))};
+  }, {r}, {1});
+  check_primitive_path("rope freqs", "RoPE", [](const std::vector<array>& a) {
+    return std::vector{fast::rope(a[0], 8, true, std::nullopt, 0.5f, 2, a[1])};
+  }, {r, random_f64({4}, 24, 1, 3)}, {0, -1});
+  array q = random_f64({2, 4, 3, 8}, 25), k = random_f64({2, 2, 5, 8}, 26),
+        v = random_f64({2, 2, 5, 6}, 27), sinks = random_f64({4}, 28);
+  check_primitive_path("attention", "ScaledDotProductAttention",
+                       [](const std::vector<array>& a) {
+                         return std::vector{fast::scaled_dot_product_attention(
+                             a[0], a[1], a[2], 0.4f, "causal", std::nullopt, a[3])};
+                       },
+                       {q, k, v, sinks}, {0, 0, -1, -1});
+  array additive = random_f64({3, 5}, 29);
+  check_primitive_path("attention additive mask", "ScaledDotProductAttention",
+                       [](const std::vector<array>& a) {
+                         return std::vector{fast::scaled_dot_product_attention(
+                             a[0], a[1], a[2], 0.4f, "array", a[3])};
+                       },
+                       {q, k, v, additive}, {0, -1, 0, -1});
+}
+
+TEST(Fast, test_primitive_node_runs_on_stream_workers_and_under_compile) {
+  fast::PrimitiveScope scope;
+  Input x = input({4, 16}, float32, 30), w = input({16}, float32, 31);
+  Values want = ref_rms_norm(x.v, 16, w.v, kEps);
+  // An input from another stream: the graph spans two streams, so the node
+  // runs on its stream's worker thread, and its fallback nested there.
+  Stream other = new_stream(Device::cpu);
+  array moved = multiply(x.a, array(1.0f), other);
+  array y = fast::rms_norm(moved, w.a, 1e-5f);
+  EXPECT_EQ(primitive_of(y), "RMSNorm");
+  harness::expect_values(y, want, "rms_norm node on a worker", tol(float32), tol(float32));
+  array z = fast::rms_norm(x.a, w.a, 1e-5f);
+  async_eval({z});
+  harness::expect_values(z, want, "rms_norm node by async_eval", tol(float32), tol(float32));
+  // Two equal nodes in a compiled function merge; the result stays right.
+  auto f = [](const std::vector<array>& a) {
+    fast::PrimitiveScope inner;
+    return std::vector{add(fast::rms_norm(a[0], a[1], 1e-5f), fast::rms_norm(a[0], a[1], 1e-5f))};
+  };
+  Values twice(want.size());
+  for (size_t i = 0; i < want.size(); ++i) twice[i] = 2 * want[i];
+  auto compiled = compile(f);
+  harness::expect_values(compiled({x.a, w.a})[0], twice, "compiled", tol(float32), tol(float32));
+  harness::expect_values(compiled({x.a, w.a})[0], twice, "compiled again", tol(float32),
+                         tol(float32));
+}
+
+// ---- derivatives and vmap (through the fallback's graph)
+
+TEST(Fast, test_derivatives_against_finite_differences) {
+  grad_check::on_each_device([] {
+    array x = random_f64({2, 3, 8}, 40), w = random_f64({8}, 41), b = random_f64({8}, 42);
+    check_derivatives("rms_norm", [](const std::vector<array>& a) {
+      return std::vector{fast::rms_norm(a[0], a[1], 1e-5f)};
+    }, {x, w});
+    check_derivatives("layer_norm", [](const std::vector<array>& a) {
+      return std::vector{fast::layer_norm(a[0], a[1], a[2], 1e-5f)};
+    }, {x, w, b});
+    for (bool traditional : {false, true}) {
+      check_derivatives("rope", [traditional](const std::vector<array>& a) {
+        return std::vector{fast::rope(a[0], 6, traditional, 100.0f, 1.0f, 3)};
+      }, {random_f64({2, 2, 4, 8}, 43)});
+      check_derivatives("rope freqs", [traditional](const std::vector<array>& a) {
+        return std::vector{fast::rope(a[0], 8, traditional, std::nullopt, 1.0f, 1, a[1])};
+      }, {random_f64({2, 2, 4, 8}, 44), random_f64({4}, 45, 1, 4)});
+    }
+    array q = random_f64({2, 4, 3, 8}, 46), k = random_f64({2, 2, 5, 8}, 47),
+          v = random_f64({2, 2, 5, 6}, 48);
+    check_derivatives("attention", [](const std::vector<array>& a) {
+      return std::vector{fast::scaled_dot_product_attention(a[0], a[1], a[2], 0.5f)};
+    }, {q, k, v});
+    check_derivatives("attention causal, additive mask and sinks",
+                      [](const std::vector<array>& a) {
+                        return std::vector{fast::scaled_dot_product_attention(
+                            a[0], a[1], a[2], 0.5f, "array", a[3], a[4])};
+                      },
+                      {q, k, v, random_f64({4, 3, 5}, 49), random_f64({4}, 50)});
+    check_derivatives("attention causal", [](const std::vector<array>& a) {
+      return std::vector{fast::scaled_dot_product_attention(a[0], a[1], a[2], 0.5f, "causal")};
+    }, {q, k, v});
+  });
+}
+
+TEST(Fast, test_vmap_against_a_loop) {
+  grad_check::on_each_device([] {
+    // A GPU reduction picks its order of addition from the layout.
+    const double ulps = default_device() == Device::gpu ? 64 : 0;
+    array x = random_f64({3, 2, 8}, 60), w = random_f64({3, 8}, 61), b = random_f64({8}, 62);
+    check_vmap("rms_norm", [](const std::vector<array>& a) {
+      return std::vector{fast::rms_norm(a[0], a[1], 1e-5f)};
+    }, {x, w}, {0, 0}, ulps);
+    check_vmap("layer_norm over an inner axis", [](const std::vector<array>& a) {
+      return std::vector{fast::layer_norm(a[0], std::nullopt, a[1], 1e-5f)};
+    }, {moveaxis(x, 0, 1), b}, {1, -1}, ulps);
+    check_vmap("rope", [](const std::vector<array>& a) {
+      return std::vector{fast::rope(a[0], 6, true, 100.0f, 1.0f, array({0, 5}, int32))};
+    }, {random_f64({3, 2, 2, 4, 8}, 63)}, {0}, ulps);
+    check_vmap("attention", [](const std::vector<array>& a) {
+      return std::vector{fast::scaled_dot_product_attention(a[0], a[1], a[2], 0.5f, "causal",
+                                                            std::nullopt, a[3])};
+    }, {random_f64({3, 1, 4, 2, 8}, 64), random_f64({1, 2, 3, 8}, 65),
+        random_f64({3, 1, 2, 3, 4}, 66), random_f64({3, 4}, 67)}, {0, -1, 0, 0}, ulps);
+  });
+}
+
+// ---- errors
+
+TEST(Fast, test_bad_arguments_are_invalid_argument_naming_the_op) {
+  array x = zeros({2, 3, 64});
+  expect_invalid([&] { fast::rms_norm(x, zeros({32}), 1e-5f); }, "rms_norm",
+                 "weight must be 1-D of size 64 (the last axis of x), got shape (32,)");
+  expect_invalid([&] { fast::rms_norm(x, zeros({1, 64}), 1e-5f); }, "rms_norm", "(1,64)");
+  expect_invalid([&] { fast::rms_norm(zeros({}), std::nullopt, 1e-5f); }, "rms_norm",
+                 "at least 1 dimension");
+  expect_invalid([&] { fast::rms_norm(zeros({4}, int32), std::nullopt, 1e-5f); }, "rms_norm",
+                 "int32");
+  expect_invalid([&] { fast::layer_norm(x, std::nullopt, zeros({63}), 1e-5f); }, "layer_norm",
+                 "bias must be 1-D of size 64");
+  expect_invalid([&] { fast::layer_norm(x, zeros({65}), std::nullopt, 1e-5f); }, "layer_norm",
+                 "weight must be 1-D of size 64");
+
+  array r = zeros({1, 2, 4, 8});
+  expect_invalid([&] { fast::rope(r, 7, false, 1e4f, 1.0f, 0); }, "rope", "got 7");
+  expect_invalid([&] { fast::rope(r, 10, false, 1e4f, 1.0f, 0); }, "rope", "at most 8, got 10");
+  expect_invalid([&] { fast::rope(r, 0, false, 1e4f, 1.0f, 0); }, "rope", "got 0");
+  expect_invalid([&] { fast::rope(zeros({2, 8}), 8, false, 1e4f, 1.0f, 0); }, "rope",
+                 "at least 3 dimensions");
+  expect_invalid([&] { fast::rope(zeros({1, 2, 8}, int32), 8, false, 1e4f, 1.0f, 0); }, "rope",
+                 "floating");
+  expect_invalid([&] { fast::rope(r, 8, false, std::nullopt, 1.0f, 0); }, "rope", "exactly one");
+  expect_invalid([&] { fast::rope(r, 8, false, 1e4f, 1.0f, 0, ones({4})); }, "rope",
+                 "exactly one");
+  expect_invalid([&] { fast::rope(r, 8, false, std::nullopt, 1.0f, 0, ones({3})); }, "rope",
+                 "freqs must be real of shape (4,)");
+  expect_invalid([&] { fast::rope(r, 8, false, 1e4f, 1.0f, array({1, 2}, int32)); }, "rope",
+                 "one entry per batch element (1), got shape (2,)");
+  expect_invalid([&] { fast::rope(r, 8, false, 1e4f, 1.0f, zeros({1, 1}, int32)); }, "rope",
+                 "scalar or 1-D");
+
+  const std::string sdpa = "scaled_dot_product_attention";
+  array q = zeros({1, 3, 2, 4}), k = zeros({1, 2, 2, 4});
+  auto attend = [](const array& q, const array& k, const array& v, const std::string& mode = "",
+                   std::optional<array> mask = std::nullopt,
+                   std::optional<array> sinks = std::nullopt, bool force = false) {
+    fast::scaled_dot_product_attention(q, k, v, 1.0f, mode, mask, sinks, force);
+  };
+  expect_invalid([&] { attend(q, k, k); }, sdpa, "multiple of N_kv");
+  expect_invalid([&] { attend(q, zeros({1, 3, 2, 5}), zeros({1, 3, 2, 4})); }, sdpa,
+                 "do not match");
+  expect_invalid([&] { attend(q, q, zeros({1, 3, 3, 4})); }, sdpa, "do not match");
+  expect_invalid([&] { attend(q, zeros({2, 3, 2, 4}), zeros({2, 3, 2, 4})); }, sdpa,
+                 "do not match");
+  expect_invalid([&] { attend(zeros({3, 2, 4}), q, q); }, sdpa, "(B, N, T, D)");
+  expect_invalid([&] { attend(zeros({1, 3, 2, 4}, int32), q, q); }, sdpa, "floating");
+  expect_invalid([&] { attend(q, q, q, "upper"); }, sdpa, "'upper'");
+  expect_invalid([&] { attend(q, q, q, "causal", zeros({2, 2})); }, sdpa, "mask_mode 'array'");
+  expect_invalid([&] { attend(q, q, q, "", zeros({2, 2})); }, sdpa, "mask_mode 'array'");
+  expect_invalid([&] { attend(q, q, q, "array"); }, sdpa, "needs a mask array");
+  expect_invalid([&] { attend(q, q, q, "array", zeros({3, 2})); }, sdpa,
+                 "shape (3,2) does not broadcast to the scores' shape (1,3,2,2)");
+  expect_invalid([&] { attend(q, q, q, "array", zeros({1, 1, 1, 2, 2})); }, sdpa,
+                 "does not broadcast");
+  expect_invalid([&] { attend(astype(q, float16), astype(q, float16), astype(q, float16),
+                              "array", zeros({2, 2})); },
+                 sdpa, "does not promote to the inputs' dtype float16");
+  expect_invalid([&] { attend(q, q, q, "", std::nullopt, zeros({2})); }, sdpa,
+                 "sinks must be real of shape (3,)");
+  expect_invalid([&] { attend(q, q, q, "", std::nullopt, std::nullopt, true); }, sdpa,
+                 "force_fused");
+  // A boolean mask of any broadcastable shape and a float16 additive mask on
+  // float32 inputs are fine.
+  EXPECT_NO_THROW(attend(q, q, q, "array", ones({2}, bool_)));
+  EXPECT_NO_THROW(attend(q, q, q, "array", zeros({3, 1, 1}, float16)));
+}
