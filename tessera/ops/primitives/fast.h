@@ -17,9 +17,9 @@
 //   - vjp, jvp and vmap of a node are those of its fallback (tessera::vjp, jvp
 //     and vmap applied to it, as for a custom function without rules), so
 //     derivatives are ordinary lazy graphs.
-// A fused kernel plugs in per primitive: declare eval_gpu (or eval_cpu) in
-// its class below, define it in backend/cuda/fast.cu (and with TESSERA_NO_GPU_MULTI
-// in backend/no_cuda/primitives.cpp), and override use_fallback to return false
+// A fused kernel plugs in per primitive: declare eval_gpu in its class below
+// with TESSERA_EVAL_GPU_MULTI (a build without CUDA then keeps Custom's), define
+// it in backend/cuda/fast.cu, and override use_fallback to return false
 // for exactly the cases it covers (dtype, sizes, mask kinds, stream().device),
 // so that every other case still takes the fallback; the kernel calls
 // Custom::eval_gpu for a case it does not cover (a PrimitiveScope makes nodes
