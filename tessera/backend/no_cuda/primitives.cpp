@@ -1,5 +1,6 @@
 // A build without CUDA: every primitive's eval_gpu says that there is no GPU.
 #include "tessera/ops/primitives/binary.h"
+#include "tessera/ops/primitives/convolution.h"
 #include "tessera/ops/primitives/copy.h"
 #include "tessera/ops/primitives/creation.h"
 #include "tessera/ops/primitives/indexing.h"
@@ -39,6 +40,7 @@ TESSERA_NO_GPU(BitwiseXor)
 TESSERA_NO_GPU(Broadcast)
 TESSERA_NO_GPU(Ceil)
 TESSERA_NO_GPU(Concatenate)
+TESSERA_NO_GPU(Convolution)
 TESSERA_NO_GPU(Conjugate)
 TESSERA_NO_GPU(Contiguous)
 TESSERA_NO_GPU(Copy)
