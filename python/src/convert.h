@@ -159,6 +159,7 @@ void init_sort(nb::module_& m, ArrayClass& cls);
 void init_decompositions(nb::module_& m);
 void init_random(nb::module_& m);
 void init_fft(nb::module_& m);
+void init_convolution(nb::module_& m);
 void init_quantized(nb::module_& m);
 void init_gather(nb::module_& m, ArrayClass& cls);
 void init_transforms(nb::module_& m);

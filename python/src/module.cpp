@@ -21,6 +21,7 @@ NB_MODULE(core, m) {
   init_decompositions(m);
   init_random(m);
   init_fft(m);
+  init_convolution(m);
   init_quantized(m);
   init_gather(m, cls);
   init_transforms(m);

@@ -9,7 +9,6 @@
 import sys
 
 from . import core
-from . import _conv
 from . import _fast
 from . import _io
 from . import _transforms
@@ -20,7 +19,6 @@ for _name in ("cuda", "fft", "linalg", "random"):
 
 _transforms.install(core)
 _io.install(core)
-_conv.install(core)
 _fast.install(core)
 
 __version__ = core.__version__
