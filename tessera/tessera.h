@@ -14,6 +14,7 @@
 #include "tessera/core/primitive.h"
 #include "tessera/core/print.h"
 #include "tessera/memory/allocator.h"
+#include "tessera/ops/convolution.h"
 #include "tessera/ops/ops.h"
 #include "tessera/transforms/compile.h"
 #include "tessera/transforms/transforms.h"

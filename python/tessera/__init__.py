@@ -9,7 +9,6 @@
 import sys
 
 from . import core
-from . import _conv
 from . import _io
 from . import _transforms
 
@@ -19,7 +18,6 @@ for _name in ("cuda", "fast", "fft", "linalg", "random"):
 
 _transforms.install(core)
 _io.install(core)
-_conv.install(core)
 
 __version__ = core.__version__
 

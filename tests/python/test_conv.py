@@ -152,3 +152,33 @@ def test_bad_shapes_are_refused_with_the_op_name():
         mx.conv3d(mx.zeros((1, 4, 4, 4, 2)), mx.zeros((2, 1, 1, 1, 1)), groups=2)
     with pytest.raises(ValueError, match=r"\[convolve\] mode"):
         mx.convolve(mx.zeros(4), mx.zeros(2), "wide")
+
+
+def test_lists_tuples_pairs_and_streams_as_arguments():
+    x, w = rand((1, 6, 5, 2), 11), rand((3, 2, 2, 2), 12)
+    want = ref_conv(x, w, (2, 1), (1, 0), (1, 0), (1, 1), (1, 1), 1, False)
+    got = mx.conv2d(mx.array(x), mx.array(w), stride=[2, 1], padding=(1, 0), stream=mx.cpu)
+    np.testing.assert_allclose(np.array(got), want, rtol=1e-4, atol=1e-4)
+    got = mx.conv_general(x, w, (2, 1), ([1, 0], [1, 0]), stream=mx.cpu)
+    np.testing.assert_allclose(np.array(got), want, rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match=r"\[conv2d\] stride must be an int or 2 ints"):
+        mx.conv2d(mx.array(x), mx.array(w), stride=(1, 2, 3))
+    with pytest.raises(ValueError, match=r"\[conv_general\] padding_lo must be an int or 2 ints"):
+        mx.conv_general(mx.array(x), mx.array(w), padding=([1, 2, 3], [0, 0]))
+    with pytest.raises(ValueError, match=r"\[conv1d\].*floating-point"):
+        mx.conv1d(mx.zeros((1, 4, 2), mx.int32), mx.zeros((1, 2, 2), mx.int32))
+
+
+def test_vmap_and_grad_of_a_convolution():
+    xs, w = rand((3, 2, 8, 4), 13), rand((2, 3, 4), 14)
+    got = mx.vmap(lambda x: mx.conv1d(x, mx.array(w), stride=2))(mx.array(xs))
+    want = np.stack([ref_conv(x, w, (2,), (0,), (0,), (1,), (1,), 1, False) for x in xs])
+    np.testing.assert_allclose(np.array(got), want, rtol=1e-4, atol=1e-4)
+    # The input's gradient of sum(conv) is the transposed convolution of ones.
+    g = mx.grad(lambda x: mx.conv1d(x, mx.array(w), stride=2).sum())(mx.array(xs[0]))
+    ones = np.ones((2, 3, 2))
+    want = np.zeros_like(xs[0], dtype=np.float64)
+    for o in range(3):
+        for k in range(3):
+            want[:, 2 * o + k] += ones[:, o] @ w[:, k]
+    np.testing.assert_allclose(np.array(g), want, rtol=1e-5, atol=1e-5)

@@ -14,6 +14,9 @@
 // and bfloat16 accumulate in float32, float64 and complex64 in their own type.
 // Integer and bool operands, prepared the same way, go to integer_gemm
 // (matmul_int.cu) instead of cuBLASLt.
+//
+// gpu::gemm (matmul.h) runs the same cuBLASLt path for other kernels, on
+// device matrices they lay out themselves, into rows of a stride of their own.
 #include <cublasLt.h>
 
 #include <algorithm>
@@ -21,6 +24,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -29,6 +33,7 @@
 #include "tessera/backend/common/strided.h"
 #include "tessera/backend/cuda/copy.h"
 #include "tessera/backend/cuda/device.h"
+#include "tessera/backend/cuda/matmul.h"
 #include "tessera/backend/cuda/matmul_int.h"
 #include "tessera/ops/primitives/matmul.h"
 
@@ -130,7 +135,7 @@ bool lt_layout(int64_t R, int64_t C, int64_t row, int64_t col, bool& trans, int6
 // Element (i, k) of batch element b is at data + batch_loc(b) + (i, k) through
 // (trans, ld) as above.
 struct Operand {
-  array holder;  // the input itself, or the compact copy it is read from
+  std::optional<array> holder;  // the input itself, or the compact copy it is read from
   const char* data;
   Strides batch_strides;
   bool trans;
@@ -227,20 +232,24 @@ bool cached_algo(const AlgoKey& key, cublasLtMatmulAlgo_t& algo, size_t& ws, boo
   return true;
 }
 
-// out (row-contiguous, at dst) = alpha (a @ b) + beta out, every batch element.
-void gemm(const Operand& a, const Operand& b, void* dst, Dtype dtype, const Shape& batch_shape,
-          int64_t M, int64_t N, int64_t K, float alpha, float beta, const Stream& s,
-          const char* op) {
+// Row-major strides of batch_shape for matrices of `matrix` elements each.
+Strides dense_batch_strides(const Shape& batch_shape, int64_t matrix) {
+  Strides out(batch_shape.size());
+  int64_t st = matrix;
+  for (int d = static_cast<int>(batch_shape.size()) - 1; d >= 0; --d) {
+    out[d] = st;
+    st *= batch_shape[d];
+  }
+  return out;
+}
+
+// out = alpha (a @ b) + beta out, every batch element: element (i, j) of batch
+// element b at dst + elem_to_loc(b, batch_shape, out_batch) + i * ldc + j.
+void gemm(const Operand& a, const Operand& b, void* dst, int64_t ldc, const Strides& out_batch,
+          Dtype dtype, const Shape& batch_shape, int64_t M, int64_t N, int64_t K, float alpha,
+          float beta, const Stream& s, const char* op) {
   const GemmTypes types = gemm_types(dtype, op);
   const int64_t esize = dtype.size;
-  Strides out_batch(batch_shape.size());
-  {
-    int64_t st = M * N;
-    for (int d = static_cast<int>(batch_shape.size()) - 1; d >= 0; --d) {
-      out_batch[d] = st;
-      st *= batch_shape[d];
-    }
-  }
   auto [bshape, bstrides] =
       tessera::collapse_contiguous_dims(batch_shape, {a.batch_strides, b.batch_strides, out_batch});
   const int nb = static_cast<int>(bshape.size());
@@ -259,7 +268,9 @@ void gemm(const Operand& a, const Operand& b, void* dst, Dtype dtype, const Shap
   };
   const uint32_t align_a = alignment(a.data, byte_strides(sa, oa));
   const uint32_t align_b = alignment(b.data, byte_strides(sb, ob));
-  const uint32_t align_c = alignment(dst, byte_strides(sc, oc));
+  std::vector<int64_t> c_strides = byte_strides(sc, oc);
+  c_strides.push_back(ldc * esize);
+  const uint32_t align_c = alignment(dst, c_strides);
 
   const int device = s.device.index;
   cublasLtHandle_t handle = lt_handle(device, op);
@@ -276,11 +287,11 @@ void gemm(const Operand& a, const Operand& b, void* dst, Dtype dtype, const Shap
   Layout la, lb, lc;
   make_layout(la, types.data, b.trans ? K : N, b.trans ? N : K, b.ld, count, sb, op);
   make_layout(lb, types.data, a.trans ? M : K, a.trans ? K : M, a.ld, count, sa, op);
-  make_layout(lc, types.data, N, M, N, count, sc, op);
+  make_layout(lc, types.data, N, M, ldc, count, sc, op);
 
   AlgoKey key{device,  int64_t(dtype.val), b.trans, a.trans, M,       N,
               K,       b.ld,               a.ld,    count,   sa,      sb,
-              sc,      align_a,            align_b, align_c, beta != 0.f, 0, 0, 0};
+              sc,      align_a,            align_b, align_c, beta != 0.f, ldc, 0, 0};
   cublasLtMatmulAlgo_t algo;
   size_t ws_size = 0;
   if (!cached_algo(key, algo, ws_size, false)) {
@@ -364,20 +375,38 @@ void eval_product(const array& a_in, const array& b_in, const array* c, array& o
       Strides none(batch_shape.size(), 0);
       Operand za{out, static_cast<const char*>(zeros), none, false, 1};
       Operand zb{out, static_cast<const char*>(zeros), none, false, std::max<int64_t>(N, 1)};
-      gemm(za, zb, dst, out.dtype(), batch_shape, M, N, 1, 0.f, beta, s, op);
+      gemm(za, zb, dst, N, dense_batch_strides(batch_shape, M * N), out.dtype(), batch_shape, M,
+           N, 1, 0.f, beta, s, op);
     }
     return;
   }
   Operand a = prepare(a_in, s, op);
   Operand b = prepare(b_in, s, op);
   if (is_inexact(out.dtype())) {
-    gemm(a, b, dst, out.dtype(), batch_shape, M, N, K, alpha, beta, s, op);
+    gemm(a, b, dst, N, dense_batch_strides(batch_shape, M * N), out.dtype(), batch_shape, M, N,
+         K, alpha, beta, s, op);
   } else {
     gpu::integer_gemm(strided(a), strided(b), dst, out.dtype(), batch_shape, M, N, K, s, op);
   }
 }
 
 }  // namespace
+
+void gpu::gemm(const StridedMatrix& a, const StridedMatrix& b, void* c, int64_t ldc,
+               const Strides& c_batch_strides, Dtype dtype, const Shape& batch_shape, int64_t M,
+               int64_t N, int64_t K, const Stream& s, const char* op) {
+  auto operand = [&](const StridedMatrix& x, int64_t rows, int64_t cols) {
+    Operand o{std::nullopt, static_cast<const char*>(x.data), x.batch_strides, false, 0};
+    if (!lt_layout(rows, cols, x.row, x.col, o.trans, o.ld)) {
+      std::ostringstream msg;
+      msg << "[" << op << "] a GEMM operand needs a unit row or column stride (bug)";
+      throw std::logic_error(msg.str());
+    }
+    return o;
+  };
+  gemm(operand(a, M, K), operand(b, K, N), c, ldc, c_batch_strides, dtype, batch_shape, M, N, K,
+       1.f, 0.f, s, op);
+}
 
 void Matmul::eval_gpu(const std::vector<array>& inputs, array& out) {
   eval_product(inputs[0], inputs[1], nullptr, out, 1.f, 0.f, stream(), "Matmul");

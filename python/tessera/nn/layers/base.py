@@ -7,6 +7,16 @@ import tessera.core as mx
 from tessera.utils import tree_flatten, tree_unflatten
 
 
+def _int_tuple(cls, name, value, n):
+    """`value` (an int or n ints) as a tuple of n ints."""
+    if isinstance(value, int):
+        return (value,) * n
+    value = tuple(value)
+    if len(value) != n or not all(isinstance(v, int) for v in value):
+        raise ValueError(f"[{cls}] {name} must be an int or {n} ints, got {value}")
+    return value
+
+
 def _unwrap(model, value_key, value, filter_fn, map_fn, is_leaf_fn):
     if is_leaf_fn(model, value_key, value):
         return map_fn(value)

@@ -5,8 +5,7 @@ import math
 from typing import Tuple, Union
 
 import tessera.core as mx
-from tessera.nn.layers.base import Module
-from tessera._conv import _tuple
+from tessera.nn.layers.base import Module, _int_tuple
 
 
 class _Conv(Module):
@@ -20,16 +19,16 @@ class _Conv(Module):
         if out_channels % groups != 0:
             raise ValueError(f"[{cls}] the number of output channels ({out_channels}) must "
                              f"be divisible by the number of groups ({groups})")
-        kernel_size = _tuple(cls, "kernel_size", kernel_size, n)
+        kernel_size = _int_tuple(cls, "kernel_size", kernel_size, n)
         scale = math.sqrt(1 / (in_channels * math.prod(kernel_size)))
         self.weight = mx.random.uniform(low=-scale, high=scale,
                                         shape=(out_channels, *kernel_size,
                                                in_channels // groups))
         if bias:
             self.bias = mx.zeros((out_channels,))
-        self.stride = _tuple(cls, "stride", stride, n)
-        self.padding = _tuple(cls, "padding", padding, n)
-        self.dilation = _tuple(cls, "dilation", dilation, n)
+        self.stride = _int_tuple(cls, "stride", stride, n)
+        self.padding = _int_tuple(cls, "padding", padding, n)
+        self.dilation = _int_tuple(cls, "dilation", dilation, n)
         self.groups = groups
 
     def _extra_repr(self):
@@ -81,16 +80,16 @@ class _ConvTranspose(Module):
                  output_padding, bias):
         super().__init__()
         cls = type(self).__name__
-        kernel_size = _tuple(cls, "kernel_size", kernel_size, n)
+        kernel_size = _int_tuple(cls, "kernel_size", kernel_size, n)
         scale = math.sqrt(1 / (in_channels * math.prod(kernel_size)))
         self.weight = mx.random.uniform(low=-scale, high=scale,
                                         shape=(out_channels, *kernel_size, in_channels))
         if bias:
             self.bias = mx.zeros((out_channels,))
-        self.stride = _tuple(cls, "stride", stride, n)
-        self.padding = _tuple(cls, "padding", padding, n)
-        self.dilation = _tuple(cls, "dilation", dilation, n)
-        self.output_padding = _tuple(cls, "output_padding", output_padding, n)
+        self.stride = _int_tuple(cls, "stride", stride, n)
+        self.padding = _int_tuple(cls, "padding", padding, n)
+        self.dilation = _int_tuple(cls, "dilation", dilation, n)
+        self.output_padding = _int_tuple(cls, "output_padding", output_padding, n)
 
     def _extra_repr(self):
         return (f"{self.weight.shape[-1]}, {self.weight.shape[0]}, "

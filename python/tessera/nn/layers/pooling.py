@@ -4,8 +4,7 @@ through strided windows (``mx.as_strided``)."""
 from typing import Optional, Tuple, Union
 
 import tessera.core as mx
-from tessera import _conv
-from tessera.nn.layers.base import Module
+from tessera.nn.layers.base import Module, _int_tuple
 
 
 def sliding_windows(x, window_shape, window_strides, window_dilation=None):
@@ -18,16 +17,30 @@ def sliding_windows(x, window_shape, window_strides, window_dilation=None):
         raise ValueError(f"[sliding_windows] the window {window_shape} and strides "
                          f"{window_strides} do not match the spatial dims {spatial_dims}")
     dilation = window_dilation or (1,) * len(window_shape)
-    return _conv.sliding_windows(x, window_shape, window_strides, dilation)
+    x = mx.contiguous(x)
+    strides = [1] * x.ndim  # row-major, in elements
+    for i in range(x.ndim - 2, -1, -1):
+        strides[i] = strides[i + 1] * x.shape[i + 1]
+    out = []
+    for size, k, s, d in zip(spatial_dims, window_shape, window_strides, dilation):
+        span = (k - 1) * d + 1
+        if span > size:
+            raise ValueError(f"[sliding_windows] the window (span {span}) is larger than the "
+                             f"input size {size}")
+        out.append((size - span) // s + 1)
+    final_shape = (x.shape[0], *out, *window_shape, x.shape[-1])
+    final_strides = ([strides[0]] + [st * s for st, s in zip(strides[1:-1], window_strides)]
+                     + [st * d for st, d in zip(strides[1:-1], dilation)] + [strides[-1]])
+    return mx.as_strided(x, final_shape, final_strides)
 
 
 class _Pool(Module):
     def __init__(self, pooling_function, kernel_size, stride, padding, padding_value, n):
         super().__init__()
         cls = type(self).__name__
-        self._kernel_size = _conv._tuple(cls, "kernel_size", kernel_size, n)
-        self._stride = _conv._tuple(cls, "stride", stride if stride is not None else kernel_size, n)
-        self._padding = _conv._tuple(cls, "padding", padding, n)
+        self._kernel_size = _int_tuple(cls, "kernel_size", kernel_size, n)
+        self._stride = _int_tuple(cls, "stride", stride if stride is not None else kernel_size, n)
+        self._padding = _int_tuple(cls, "padding", padding, n)
         if any(k <= 0 for k in self._kernel_size):
             raise ValueError(f"[{cls}] kernel_size must be positive but is {self._kernel_size}")
         if any(s <= 0 for s in self._stride):
