@@ -59,6 +59,13 @@ void init_elementwise(nb::module_& m, ArrayClass& cls) {
       return f(x, y, s);
     }, "a"_a.none(), "b"_a.none(), pos_only(), nb::kw_only(), "stream"_a = nb::none());
   }
+  // The array API's names, which MLX has too.
+  const std::pair<const char*, const char*> aliases[] = {
+      {"acos", "arccos"},   {"acosh", "arccosh"}, {"asin", "arcsin"},
+      {"asinh", "arcsinh"}, {"atan", "arctan"},   {"atanh", "arctanh"},
+      {"atan2", "arctan2"}, {"pow", "power"},     {"bitwise_left_shift", "left_shift"},
+      {"bitwise_right_shift", "right_shift"}};
+  for (auto [alias, name] : aliases) m.attr(alias) = m.attr(name);
   def(m, "divmod", [](nb::handle a, nb::handle b, StreamArg s) {
     auto [x, y] = to_arrays(a, b);
     return divmod(x, y, s);

@@ -88,6 +88,7 @@
   X(Minimum, minimum, arithmetic)               \
   X(LogAddExp, logaddexp, float_out)            \
   X(ArcTan2, arctan2, float_out)                \
+  X(Hypot, hypot, float_out)                    \
   X(NotEqual, not_equal, comparison)            \
   X(Greater, greater, comparison)               \
   X(GreaterEqual, greater_equal, comparison)    \

@@ -621,6 +621,13 @@ struct ArcTan2 : OnFloating {
   }
 };
 
+struct Hypot : OnFloating {
+  template <typename T>
+  TESSERA_HD T operator()(T a, T b) const {
+    return std::hypot(a, b);
+  }
+};
+
 struct Equal : OnAll {
   template <typename T>
   TESSERA_HD bool operator()(T a, T b) const {

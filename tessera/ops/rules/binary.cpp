@@ -111,6 +111,13 @@ Linear arctan2_linear(const std::vector<array>& p, const array&, const Stream& s
   };
 }
 
+// d/da = a / y, d/db = b / y (0 at a = b = 0, where y is not differentiable).
+Linear hypot_linear(const std::vector<array>& p, const array& y, const Stream& s) {
+  array safe = where(equal(y, zero_like(y), s), array(1, y.dtype()), y, s);
+  return [p, safe, s](int arg, const array& v, bool adj) {
+    return times(v, divide(p[arg], safe, s), adj, s);
+  };
+}
 // a % b = a - b floor(a / b): d/da = 1, d/db = -floor(a / b).
 Linear remainder_linear(const std::vector<array>& p, const array&, const Stream& s) {
   return [p, s](int arg, const array& v, bool adj) {
@@ -126,7 +133,7 @@ Linear remainder_linear(const std::vector<array>& p, const array&, const Stream&
 #define TESSERA_FOR_EACH_DIFFERENTIABLE(X)                                                   \
   X(Add, add) X(Subtract, subtract) X(Multiply, multiply) X(Divide, divide) X(Power, power) \
   X(Maximum, maximum) X(Minimum, minimum) X(LogAddExp, logaddexp) X(ArcTan2, arctan2)        \
-  X(Remainder, remainder)
+  X(Remainder, remainder) X(Hypot, hypot)
 
 #define TESSERA_DEFINE_LINEAR_RULES(NAME, OP)                                                \
   std::vector<array> NAME::jvp(const std::vector<array>& primals,                            \
