@@ -66,7 +66,7 @@ void gather_windows(const ConvPlan& p, const T* x, int64_t r0, int64_t count, A*
 
 template <typename T>
 void convolve(const ConvPlan& p, const array& x, const array& w, array& out) {
-  using A = cpu::compute_t<T>;
+  using A = tessera::compute_t<T>;
   constexpr bool direct = std::is_same_v<A, T>;
   const int64_t O = p.out_channels;
   const int64_t chunk = chunk_rows(p, sizeof(A), kWindowBytes);
@@ -123,7 +123,7 @@ void Convolution::eval_cpu(const std::vector<array>& inputs, array& out) {
   cpu::blas_init();
   tessera::dispatch_all(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (cpu::is_float_v<T>) {
+    if constexpr (tessera::is_float_v<T>) {
       convolve<T>(p, x, w, out);
     } else {
       throw std::logic_error("[Convolution] needs a floating-point dtype (bug in the caller)");
