@@ -163,5 +163,6 @@ void init_quantized(nb::module_& m);
 void init_gather(nb::module_& m, ArrayClass& cls);
 void init_transforms(nb::module_& m);
 void init_memory(nb::module_& m);
+void init_io(nb::module_& m);
 
 }  // namespace tessera::python

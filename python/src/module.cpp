@@ -25,4 +25,5 @@ NB_MODULE(core, m) {
   init_gather(m, cls);
   init_transforms(m);
   init_memory(m);
+  init_io(m);
 }

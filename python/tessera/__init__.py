@@ -11,7 +11,6 @@ import sys
 from . import core
 from . import _conv
 from . import _fast
-from . import _io
 from . import _transforms
 
 # The native submodules importable by name too (import tessera.core.linalg).
@@ -19,7 +18,6 @@ for _name in ("cuda", "fft", "linalg", "random"):
     sys.modules[f"{__name__}.core.{_name}"] = getattr(core, _name)
 
 _transforms.install(core)
-_io.install(core)
 _conv.install(core)
 _fast.install(core)
 
