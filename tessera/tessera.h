@@ -13,6 +13,7 @@
 #include "tessera/core/eval.h"
 #include "tessera/core/primitive.h"
 #include "tessera/core/print.h"
+#include "tessera/io/io.h"
 #include "tessera/memory/allocator.h"
 #include "tessera/ops/convolution.h"
 #include "tessera/ops/ops.h"

@@ -164,5 +164,6 @@ void init_convolution(nb::module_& m);
 void init_quantized(nb::module_& m);
 void init_transforms(nb::module_& m);
 void init_memory(nb::module_& m);
+void init_io(nb::module_& m);
 
 }  // namespace tessera::python

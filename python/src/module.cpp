@@ -26,4 +26,5 @@ NB_MODULE(core, m) {
   init_quantized(m);
   init_transforms(m);
   init_memory(m);
+  init_io(m);
 }

@@ -9,7 +9,6 @@
 import sys
 
 from . import core
-from . import _io
 from . import _transforms
 
 # The native submodules importable by name too (import tessera.core.linalg).
@@ -17,7 +16,6 @@ for _name in ("cuda", "fast", "fft", "linalg", "random"):
     sys.modules[f"{__name__}.core.{_name}"] = getattr(core, _name)
 
 _transforms.install(core)
-_io.install(core)
 
 __version__ = core.__version__
 

@@ -133,3 +133,48 @@ def test_bad_input_is_refused_clearly(tmp_path):
         mx.save_safetensors(tmp_path / "m.safetensors", {"x": mx.zeros(2)}, metadata={"a": 1})
     with pytest.raises(TypeError, match="dict"):
         mx.save_safetensors(tmp_path / "m.safetensors", [mx.zeros(2)])
+
+
+@pytest.mark.parametrize("writer", [np.savez, np.savez_compressed])
+def test_load_reads_what_numpy_savez_writes(tmp_path, writer):
+    a, b = sample(np.float32), sample(np.int64, (0, 3))
+    c = np.asfortranarray(sample(np.float64, (3, 5), seed=2))
+    writer(tmp_path / "n.npz", a=a, b=b, c=c)
+    got = mx.load(str(tmp_path / "n.npz"))
+    assert list(got) == ["a", "b", "c"]
+    for name, x in [("a", a), ("b", b), ("c", c)]:
+        assert got[name].shape == x.shape
+        np.testing.assert_array_equal(np.array(got[name]), x)
+
+
+def test_load_reads_big_endian_and_fortran_order(tmp_path):
+    x = sample(np.float64, (4, 3), seed=3)
+    np.save(tmp_path / "be.npy", x.astype(">f8"))
+    np.save(tmp_path / "f.npy", np.asfortranarray(x))
+    np.testing.assert_array_equal(np.array(mx.load(str(tmp_path / "be.npy"))), x)
+    np.testing.assert_array_equal(np.array(mx.load(str(tmp_path / "f.npy"))), x)
+
+
+def test_a_failed_save_leaves_the_file_untouched(tmp_path):
+    mx.save(tmp_path / "a.npy", mx.arange(3))
+    before = (tmp_path / "a.npy").read_bytes()
+    with pytest.raises(ValueError, match="bfloat16"):
+        mx.save(tmp_path / "a.npy", mx.zeros(3, dtype=mx.bfloat16))
+    with pytest.raises(ValueError, match="bfloat16"):
+        mx.savez(tmp_path / "a.npy", x=mx.zeros(3, dtype=mx.bfloat16))
+    assert (tmp_path / "a.npy").read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.npy"]
+
+
+def test_corrupt_files_name_the_file(tmp_path):
+    x = mx.arange(10, dtype=mx.float32)
+    mx.save_safetensors(tmp_path / "w.safetensors", {"x": x})
+    data = (tmp_path / "w.safetensors").read_bytes()
+    (tmp_path / "cut.safetensors").write_bytes(data[:-4])
+    with pytest.raises(ValueError, match=r"\[load\].*cut\.safetensors"):
+        mx.load(str(tmp_path / "cut.safetensors"))
+    (tmp_path / "bad.npz").write_bytes(b"not a zip file at all")
+    with pytest.raises(ValueError, match=r"bad\.npz.*not a zip archive"):
+        mx.load(str(tmp_path / "bad.npz"))
+    with pytest.raises(RuntimeError, match="missing.npy"):
+        mx.load(str(tmp_path / "missing.npy"))
