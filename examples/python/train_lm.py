@@ -6,8 +6,8 @@ library's source code, one byte per token, with tessera.nn and tessera.optimizer
 
 The text is every *.py file under sysconfig's "stdlib" path, so no download is
 needed; a seeded shuffle of the files holds some of them out for validation.
-Runs on the GPU when one is available (a model of about 25M parameters), else
-on the CPU (about 1.7M); --tiny picks a model of a few thousand parameters for
+Runs on the GPU when one is available (a model of 24M parameters), else on
+the CPU (1.6M); --tiny picks one of 27 thousand parameters for
 a quick check. --steps is the length of the learning-rate schedule and
 --minutes the time this run may train: training stops at whichever comes
 first. A progress bar shows the loss and the tokens per second, and the
@@ -50,8 +50,8 @@ from llama import Llama, ModelArgs
 PRESETS = {
     "gpu": dict(dim=512, layers=8, heads=8, kv_heads=4, hidden_dim=1408, context=512,
                 batch_size=32, lr=1e-3, steps=1800, eval_every=200, eval_batches=16),
-    "cpu": dict(dim=192, layers=4, heads=6, kv_heads=2, hidden_dim=512, context=256,
-                batch_size=16, lr=2e-3, steps=1500, eval_every=100, eval_batches=8),
+    "cpu": dict(dim=192, layers=4, heads=6, kv_heads=2, hidden_dim=512, context=128,
+                batch_size=16, lr=2e-3, steps=600, eval_every=50, eval_batches=8),
     "tiny": dict(dim=32, layers=2, heads=4, kv_heads=2, hidden_dim=64, context=32,
                  batch_size=8, lr=1e-2, steps=20, eval_every=10, eval_batches=2),
 }
@@ -169,41 +169,119 @@ def parse_args():
     return parser.parse_args()
 
 
+def load_or_start(args, device):
+    """The run's settings and its state: the checkpoint's with --resume, else
+    the device's preset under the given arguments and an empty history."""
+    if args.resume:
+        with open(os.path.join(args.out, "state.json")) as f:
+            state = json.load(f)
+        if args.steps is not None:
+            state["settings"]["steps"] = args.steps
+        return state
+    preset = PRESETS["tiny" if args.tiny else device]
+    settings = {k: preset.get(k) if getattr(args, k) is None else getattr(args, k)
+                for k in MODEL_KEYS + TRAIN_KEYS}
+    return {"step": 0, "settings": settings, "train_loss": [], "val_loss": [], "tokens": 0,
+            "train_seconds": 0.0}
+
+
+def make_optimizer(s):
+    """AdamW with a linear warm-up, then a cosine decay to a tenth at s.steps."""
+    warmup = min(100, s.steps // 10 + 1)
+    schedule = optim.join_schedules(
+        [optim.linear_schedule(s.lr / warmup, s.lr, warmup),
+         optim.cosine_decay(s.lr, max(1, s.steps - warmup), s.lr / 10)], [warmup])
+    return optim.AdamW(learning_rate=schedule, betas=[0.9, 0.95], weight_decay=0.01)
+
+
+def train(model, optimizer, state, train_data, val_data, minutes, compile_step):
+    """Trains from state["step"] to the schedule's end, within `minutes`, adding
+    to the loss history in `state`; returns why it stopped, the tokens and the
+    seconds of the steps."""
+    s = argparse.Namespace(**state["settings"])
+
+    def loss_fn(x, y):
+        return nn.losses.cross_entropy(model(x), y, reduction="mean")
+
+    loss_and_grad = nn.value_and_grad(model, loss_fn)
+    arrays = [model.state, optimizer.state]
+
+    def step(x, y):
+        loss, grads = loss_and_grad(x, y)
+        grads, _ = optim.clip_grad_norm(grads, 1.0)
+        optimizer.update(model, grads)
+        return loss
+
+    if compile_step:
+        step = mx.compile(step, inputs=arrays, outputs=arrays)
+
+    # Fixed windows spread evenly over the held-out files.
+    starts = np.linspace(0, val_data.size - s.context - 1, s.eval_batches * s.batch_size)
+    val_batches = [windows(val_data, b.astype(np.int64), s.context)
+                   for b in np.split(starts, s.eval_batches)]
+
+    def validate():
+        loss = mx.mean(mx.stack([loss_fn(x, y) for x, y in val_batches])).item()
+        state["val_loss"].append([state["step"], loss])
+        return loss
+
+    if state["step"] == 0:
+        validate()
+    print(f"validation loss at step {state['step']}: {state['val_loss'][-1][1]:.4f}")
+    print(f"training for {s.steps - state['step']} steps of {s.batch_size} x {s.context} "
+          f"bytes (at most {minutes:g} minutes; Ctrl-C stops and saves)")
+
+    tokens, seconds, stopped = 0, 0.0, "done"
+    deadline = time.perf_counter() + minutes * 60
+    with StopRequest() as stop:
+        bar = tqdm(total=s.steps, initial=state["step"], unit="step", dynamic_ncols=True)
+        while state["step"] < s.steps:
+            tic = time.perf_counter()
+            x, y = training_batch(train_data, s.seed, state["step"], s.batch_size, s.context)
+            loss = step(x, y)
+            mx.eval(loss, arrays)
+            state["train_loss"].append(loss.item())
+            state["step"] += 1
+            seconds += time.perf_counter() - tic
+            tokens += s.batch_size * s.context
+            bar.update(1)
+            bar.set_postfix({"loss": f"{state['train_loss'][-1]:.3f}",
+                             "tok/s": f"{tokens / seconds:,.0f}"})
+            if state["step"] % s.eval_every == 0 or state["step"] == s.steps:
+                bar.write(f"step {state['step']}: validation loss {validate():.4f}")
+            if stop.requested:
+                stopped = "interrupted (Ctrl-C)"
+                break
+            if time.perf_counter() > deadline:
+                stopped = f"time budget of {minutes:g} minutes spent"
+                break
+        bar.close()
+    if state["val_loss"][-1][0] != state["step"]:
+        validate()
+    state["tokens"] += tokens
+    state["train_seconds"] += seconds
+    return stopped, tokens, seconds
+
+
 def main():
     args = parse_args()
     device = "gpu" if (mx.cuda.is_available() and not args.cpu) else "cpu"
     mx.set_default_device(mx.gpu if device == "gpu" else mx.cpu)
     os.makedirs(args.out, exist_ok=True)
-
-    if args.resume:
-        with open(os.path.join(args.out, "state.json")) as f:
-            state = json.load(f)
-        settings = state["settings"]
-        if args.steps is not None:
-            settings["steps"] = args.steps
-    else:
-        preset = PRESETS["tiny" if args.tiny else device]
-        settings = {k: preset.get(k) if getattr(args, k) is None else getattr(args, k)
-                    for k in MODEL_KEYS + TRAIN_KEYS}
-        state = {"step": 0, "settings": settings, "model": None, "train_loss": [],
-                 "val_loss": [], "tokens": 0, "train_seconds": 0.0}
-    s = argparse.Namespace(**settings)
+    state = load_or_start(args, device)
+    s = argparse.Namespace(**state["settings"])
 
     mx.random.seed(s.seed)
-    model_args = ModelArgs(**{k: settings[k] for k in MODEL_KEYS})
+    model_args = ModelArgs(**{k: state["settings"][k] for k in MODEL_KEYS})
+    state["model"] = asdict(model_args)
     model = Llama(model_args)
-    warmup = min(100, s.steps // 10 + 1)
-    schedule = optim.join_schedules(
-        [optim.linear_schedule(s.lr / warmup, s.lr, warmup),
-         optim.cosine_decay(s.lr, max(1, s.steps - warmup), s.lr / 10)], [warmup])
-    optimizer = optim.AdamW(learning_rate=schedule, betas=[0.9, 0.95], weight_decay=0.01)
+    optimizer = make_optimizer(s)
     if args.resume:
         model.load_weights(os.path.join(args.out, "model.safetensors"))
         optimizer.state = tree_unflatten(
             list(mx.load(os.path.join(args.out, "optimizer.safetensors")).items()))
         mx.random.state[0] = mx.array(state["random_key"], mx.uint32)
     mx.eval(model.parameters(), optimizer.state)
-    state["model"] = asdict(model_args)
 
     print(f"device: {mx.default_device()}")
     print(f"model: Llama-style, {model.parameter_count():,} parameters ({s.layers} layers, "
@@ -212,75 +290,17 @@ def main():
     train_data, val_data, about = load_text(s.seed)
     print(f"text: {about}")
 
-    def loss_fn(x, y):
-        return nn.losses.cross_entropy(model(x), y, reduction="mean")
-
-    loss_and_grad = nn.value_and_grad(model, loss_fn)
-    arrays = [model.state, optimizer.state]
-
-    def train_step(x, y):
-        loss, grads = loss_and_grad(x, y)
-        grads, _ = optim.clip_grad_norm(grads, 1.0)
-        optimizer.update(model, grads)
-        return loss
-
-    if not args.no_compile:
-        train_step = mx.compile(train_step, inputs=arrays, outputs=arrays)
-
-    starts = np.linspace(0, val_data.size - s.context - 1, s.eval_batches * s.batch_size)
-    val_batches = [windows(val_data, b.astype(np.int64), s.context)
-                   for b in np.split(starts, s.eval_batches)]
-
-    def validation_loss():
-        losses = [loss_fn(x, y) for x, y in val_batches]
-        return mx.mean(mx.stack(losses)).item()
-
-    if state["step"] == 0:
-        state["val_loss"].append([0, validation_loss()])
-    print(f"validation loss at step {state['step']}: {state['val_loss'][-1][1]:.4f}")
-    print(f"training for {s.steps - state['step']} steps of {s.batch_size} x {s.context} "
-          f"bytes (at most {args.minutes:g} minutes; Ctrl-C stops and saves)")
-
-    tokens_per_step = s.batch_size * s.context
-    run_tokens, run_seconds, stopped = 0, 0.0, "done"
-    deadline = time.perf_counter() + args.minutes * 60
-    with StopRequest() as stop:
-        bar = tqdm(total=s.steps, initial=state["step"], unit="step", dynamic_ncols=True)
-        while state["step"] < s.steps:
-            tic = time.perf_counter()
-            x, y = training_batch(train_data, s.seed, state["step"], s.batch_size, s.context)
-            loss = train_step(x, y)
-            mx.eval(loss, arrays)
-            state["train_loss"].append(loss.item())
-            run_seconds += time.perf_counter() - tic
-            run_tokens += tokens_per_step
-            state["step"] += 1
-            bar.update(1)
-            bar.set_postfix({"loss": f"{state['train_loss'][-1]:.3f}",
-                             "tok/s": f"{run_tokens / run_seconds:,.0f}"})
-            if state["step"] % s.eval_every == 0 or state["step"] == s.steps:
-                state["val_loss"].append([state["step"], validation_loss()])
-                bar.write(f"step {state['step']}: validation loss {state['val_loss'][-1][1]:.4f}")
-            if stop.requested:
-                stopped = "interrupted (Ctrl-C)"
-                break
-            if time.perf_counter() > deadline:
-                stopped = f"time budget of {args.minutes:g} minutes spent"
-                break
-    bar.close()
-    if state["val_loss"][-1][0] != state["step"]:
-        state["val_loss"].append([state["step"], validation_loss()])
-
-    state["tokens"] += run_tokens
-    state["train_seconds"] += run_seconds
+    stopped, tokens, seconds = train(model, optimizer, state, train_data, val_data,
+                                     args.minutes, not args.no_compile)
     state["random_key"] = np.array(mx.random.state[0]).tolist()
     save_checkpoint(args.out, model, optimizer, state)
-    first, last = state["val_loss"][0][1], state["val_loss"][-1][1]
+
     print(f"stopped at step {state['step']} of {s.steps}: {stopped}")
-    if run_seconds > 0:
-        print(f"throughput: {run_tokens / run_seconds:,.0f} tokens/s "
-              f"({run_tokens / tokens_per_step / run_seconds:.2f} steps/s) over "
-              f"{run_seconds:.1f} s of training")
+    if seconds > 0:
+        print(f"throughput: {tokens / seconds:,.0f} tokens/s "
+              f"({tokens / (s.batch_size * s.context) / seconds:.2f} steps/s) over "
+              f"{seconds:.1f} s of training")
+    first, last = state["val_loss"][0][1], state["val_loss"][-1][1]
     print(f"validation loss: {first:.4f} -> {last:.4f} nats per byte "
           f"({last / np.log(2):.3f} bits per byte)")
     png = os.path.join(args.out, "loss.png")
