@@ -306,7 +306,7 @@ def main():
     png = os.path.join(args.out, "loss.png")
     plot(png, state["train_loss"], state["val_loss"],
          f"{model.parameter_count() / 1e6:.2f}M-parameter Llama on Python source "
-         f"({state['tokens'] / 1e6:.1f}M bytes)")
+         f"({state['tokens'] / 1e6:.1f}M bytes seen)")
     print(f"checkpoint: {args.out}/model.safetensors, optimizer.safetensors, state.json")
     print(f"loss curve: {png}")
 
