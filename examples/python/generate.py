@@ -32,10 +32,10 @@ def load_model(checkpoint):
 
 
 def stream(model, prompt, count, temperature, seed):
-    """Yields the text of `count` bytes sampled after `prompt` (str), piece by
-    piece (a byte sequence that is not UTF-8 shows as U+FFFD)."""
+    """Yields the text of `count` bytes sampled after `prompt` (str; an empty one
+    starts after a newline), piece by piece (bytes that are not UTF-8 show as U+FFFD)."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    tokens = model.generate(list(prompt.encode()), temperature, mx.random.key(seed))
+    tokens = model.generate(list(prompt.encode() or b"\n"), temperature, mx.random.key(seed))
     for token in itertools.islice(tokens, count):
         yield decoder.decode(bytes([token]))
     yield decoder.decode(b"", final=True)

@@ -40,10 +40,10 @@ class KVCache:
 
     def update(self, keys, values):
         """Appends the new positions; returns every key and value to attend to."""
+        self.offset += keys.shape[2]
         if self.keys is not None:
             keys = mx.concatenate([self.keys, keys], axis=2)
             values = mx.concatenate([self.values, values], axis=2)
-        self.offset += keys.shape[2] - (0 if self.keys is None else self.keys.shape[2])
         self.keys, self.values = keys[:, :, -self.size:], values[:, :, -self.size:]
         return keys, values
 
