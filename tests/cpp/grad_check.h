@@ -50,15 +50,7 @@ inline double dot(const std::vector<array>& a, const std::vector<array>& b) {
   return s;
 }
 
-// Runs f once per device of harness::devices(), as the default device.
-template <class F>
-void on_each_device(F f) {
-  for (auto d : harness::devices()) {
-    StreamContext ctx(d);
-    SCOPED_TRACE(d == Device::cpu ? "cpu" : "gpu");
-    f();
-  }
-}
+using harness::on_each_device;
 
 // A function of one array, or of a list returning one array, as a VecFn.
 inline VecFn lift(const std::function<array(const array&)>& f) {

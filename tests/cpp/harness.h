@@ -1,13 +1,21 @@
-// The op harness every backend must pass.
+// The op harness every backend must pass: inputs of every dtype in every
+// layout, compared with a float64 (or complex<double>) reference.
 //
-// An op is described once, as a function of its inputs and a float64 reference
-// (a scalar function for elementwise ops, or any function of the inputs' values
-// for the rest). The harness builds inputs of every dtype the op accepts, in
-// every layout (contiguous, transposed, sliced with steps, broadcast, 0-d and
-// empty), runs the op on every device, and compares with the reference.
+// The elementwise ops are described once, in op_table.h, and checked by the
+// suites of test_elementwise.cpp; other families use these pieces directly:
 //
-//   check_unary("exp", [](const array& x) { return exp(x); },
-//               [](double v) { return std::exp(v); }, float_dtypes(), {-3, 3});
+//   for (Dtype t : harness::float_types()) {
+//     for (const Shape& shape : harness::sweep_shapes()) {
+//       for (auto layout : harness::all_layouts()) {
+//         auto v = harness::random_values(shape_size(shape), t, -3, 3, /*seed=*/1);
+//         if (layout == harness::Layout::broadcast) v = harness::rows_repeated(v, shape);
+//         array x = harness::with_layout(v, shape, t, layout);
+//         std::vector<double> want;
+//         for (double e : v) want.push_back(std::exp(e));
+//         harness::expect_values(exp(x), want, "exp");  // within rtol_for(t)
+//       }
+//     }
+//   }
 #pragma once
 
 #include <gtest/gtest.h>
@@ -47,6 +55,16 @@ inline std::vector<Device> devices() {
   std::vector<Device> d{Device::cpu};
   if (is_available(Device::gpu)) d.push_back(Device::gpu);
   return d;
+}
+
+// Runs f once per device of devices(), as the default device.
+template <class F>
+void on_each_device(F f) {
+  for (Device d : devices()) {
+    StreamContext ctx(d);
+    SCOPED_TRACE(d == Device::cpu ? "on the cpu" : "on the gpu");
+    f();
+  }
 }
 
 // Values an element of dtype t can hold exactly, drawn from [lo, hi].
@@ -94,6 +112,11 @@ inline std::vector<std::complex<double>> to_complex(const array& a) {
 inline array from_doubles(const std::vector<double>& v, const Shape& shape, Dtype t) {
   return astype(array(v.begin(), shape, float64), t);
 }
+inline array from_complex(const std::vector<std::complex<double>>& v, const Shape& shape) {
+  std::vector<complex64_t> c(v.size());
+  for (size_t i = 0; i < v.size(); ++i) c[i] = complex64_t(float(v[i].real()), float(v[i].imag()));
+  return array(c.begin(), shape, complex64);
+}
 
 enum class Layout { contiguous, transposed, strided, broadcast };
 inline const char* layout_name(Layout l) {
@@ -109,44 +132,62 @@ inline std::vector<Layout> all_layouts() {
   return {Layout::contiguous, Layout::transposed, Layout::strided, Layout::broadcast};
 }
 
-// The values v (row-major over shape) as an evaluated array of dtype t whose
-// memory layout is `layout`. For broadcast, v must be constant along axis 0.
-inline array with_layout(const std::vector<double>& v, const Shape& shape, Dtype t, Layout layout) {
+namespace detail {
+inline array make(const std::vector<double>& v, const Shape& shape, Dtype t) {
+  return from_doubles(v, shape, t);
+}
+inline array make(const std::vector<std::complex<double>>& v, const Shape& shape, Dtype t) {
+  return astype(from_complex(v, shape), t);
+}
+
+template <typename V>
+array with_layout(const std::vector<V>& v, const Shape& shape, Dtype t, Layout layout) {
   int nd = static_cast<int>(shape.size());
   array out(0.0f);
   switch (layout) {
     case Layout::contiguous:
-      out = from_doubles(v, shape, t);
+      out = make(v, shape, t);
       break;
     case Layout::transposed: {
       // Store the transpose, then view it transposed back.
-      array stored = transpose(from_doubles(v, shape, t));
+      array stored = transpose(make(v, shape, t));
       out = transpose(contiguous(stored));
       break;
     }
     case Layout::strided: {
       // Every other element of a twice-as-long last axis.
-      if (nd == 0) return from_doubles(v, shape, t);
+      if (nd == 0) return make(v, shape, t);
       Shape wide = shape;
       wide.back() *= 2;
-      std::vector<double> w(v.size() * 2, -7.0);
+      std::vector<V> w(v.size() * 2, V(-7.0));
       for (size_t i = 0; i < v.size(); ++i) w[2 * i] = v[i];
       Shape start(nd, 0), stop = wide, step(nd, 1);
       step.back() = 2;
-      out = slice(from_doubles(w, wide, t), start, stop, step);
+      out = slice(make(w, wide, t), start, stop, step);
       break;
     }
     case Layout::broadcast: {
-      if (nd == 0) return from_doubles(v, shape, t);
+      if (nd == 0) return make(v, shape, t);
       Shape row(shape.begin() + 1, shape.end());
-      std::vector<double> r(shape_size(row), 0.0);
+      std::vector<V> r(shape_size(row), V(0.0));
       if (shape[0] > 0) std::copy(v.begin(), v.begin() + r.size(), r.begin());
-      out = broadcast_to(from_doubles(r, row, t), shape);
+      out = broadcast_to(make(r, row, t), shape);
       break;
     }
   }
   eval(out);
   return out;
+}
+}  // namespace detail
+
+// The values v (row-major over shape) as an evaluated array of dtype t whose
+// memory layout is `layout`. For broadcast, v must be constant along axis 0.
+inline array with_layout(const std::vector<double>& v, const Shape& shape, Dtype t, Layout layout) {
+  return detail::with_layout(v, shape, t, layout);
+}
+inline array with_layout(const std::vector<std::complex<double>>& v, const Shape& shape, Dtype t,
+                         Layout layout) {
+  return detail::with_layout(v, shape, t, layout);
 }
 
 // Tolerance for comparing a result of dtype t with a float64 reference.
@@ -180,13 +221,33 @@ inline void expect_values(const array& got, const std::vector<double>& want, con
   }
 }
 
+// EXPECTs got == want elementwise, within tol relative and absolute.
+inline void expect_complex(const array& got, const std::vector<std::complex<double>>& want,
+                           const std::string& ctx, double tol) {
+  auto g = to_complex(got);
+  ASSERT_EQ(g.size(), want.size()) << ctx;
+  int failures = 0;
+  for (size_t i = 0; i < g.size() && failures < 5; ++i) {
+    bool ok = std::abs(g[i] - want[i]) <= tol + tol * std::abs(want[i]);
+    if (std::isnan(want[i].real()) || std::isnan(want[i].imag())) {
+      ok = std::isnan(g[i].real()) || std::isnan(g[i].imag());
+    }
+    if (!ok) {
+      ADD_FAILURE() << ctx << ": element " << i << " is " << g[i] << ", expected " << want[i];
+      ++failures;
+    }
+  }
+}
+
 // How an op's result dtype follows from its (promoted) input dtype.
-enum class Rule { same, float_out, boolean };
+// real_part: as `same`, but complex64 gives float32 (abs, real, imag).
+enum class Rule { same, float_out, boolean, real_part };
 inline Dtype out_dtype(Rule rule, Dtype t) {
   switch (rule) {
     case Rule::same: return t;
     case Rule::float_out: return inexact_type(t);
     case Rule::boolean: return bool_;
+    case Rule::real_part: return t == complex64 ? float32 : t;
   }
   return t;
 }
@@ -208,11 +269,31 @@ inline double wrap_int(double v, Dtype t) {
 inline std::vector<Shape> sweep_shapes() { return {{}, {7}, {3, 5}, {2, 3, 4}, {0, 3}}; }
 
 // Values constant along axis 0 (so the broadcast layout can hold them).
-inline std::vector<double> rows_repeated(std::vector<double> v, const Shape& shape) {
+template <typename V>
+std::vector<V> rows_repeated(std::vector<V> v, const Shape& shape) {
   if (shape.empty() || shape[0] == 0) return v;
   size_t row = v.size() / shape[0];
   for (size_t i = row; i < v.size(); ++i) v[i] = v[i % row];
   return v;
+}
+
+// The values of v (row-major over `from`) broadcast to `to`, row-major.
+template <typename V>
+std::vector<V> broadcast_values(const std::vector<V>& v, const Shape& from, const Shape& to) {
+  std::vector<V> out(shape_size(to));
+  size_t off = to.size() - from.size();
+  for (size_t i = 0; i < out.size(); ++i) {
+    size_t rem = i, src = 0, stride = 1;
+    for (int d = int(to.size()) - 1; d >= int(off); --d) {
+      size_t idx = rem % to[d];
+      rem /= to[d];
+      int fd = d - int(off);
+      if (from[fd] != 1) src += idx * stride;
+      stride *= from[fd];
+    }
+    out[i] = v[src];
+  }
+  return out;
 }
 
 }  // namespace harness

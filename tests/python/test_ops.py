@@ -1,6 +1,7 @@
-"""Each bound op against NumPy, on random inputs and on views (transposed,
-strided, reversed, broadcast)."""
+"""Each bound op against NumPy on every device present, on random inputs and on
+views (transposed, strided, reversed, broadcast)."""
 import math
+from typing import Callable, NamedTuple, Tuple
 
 import numpy as np
 import pytest
@@ -26,36 +27,94 @@ def close(got, ref, rtol=1e-5, atol=1e-6):
     np.testing.assert_allclose(got, ref, rtol=rtol, atol=atol, equal_nan=True)
 
 
-UNARY = {
-    "abs": (np.abs, (-3, 3)), "negative": (np.negative, (-3, 3)), "sign": (np.sign, (-3, 3)),
-    "square": (np.square, (-3, 3)), "sqrt": (np.sqrt, (0.1, 3)), "rsqrt": (lambda x: 1 / np.sqrt(x), (0.1, 3)),
-    "reciprocal": (np.reciprocal, (0.5, 3)), "exp": (np.exp, (-3, 3)), "expm1": (np.expm1, (-1, 1)),
-    "log": (np.log, (0.1, 3)), "log2": (np.log2, (0.1, 3)), "log10": (np.log10, (0.1, 3)),
-    "log1p": (np.log1p, (-0.5, 3)), "sin": (np.sin, (-3, 3)), "cos": (np.cos, (-3, 3)),
-    "tan": (np.tan, (-1, 1)), "arcsin": (np.arcsin, (-0.9, 0.9)), "arccos": (np.arccos, (-0.9, 0.9)),
-    "arctan": (np.arctan, (-3, 3)), "sinh": (np.sinh, (-2, 2)), "cosh": (np.cosh, (-2, 2)),
-    "tanh": (np.tanh, (-3, 3)), "arcsinh": (np.arcsinh, (-3, 3)), "arccosh": (np.arccosh, (1.1, 3)),
-    "arctanh": (np.arctanh, (-0.9, 0.9)), "degrees": (np.degrees, (-3, 3)),
-    "radians": (np.radians, (-90, 90)), "floor": (np.floor, (-3, 3)), "ceil": (np.ceil, (-3, 3)),
-    "trunc": (np.trunc, (-3, 3)), "sigmoid": (lambda x: 1 / (1 + np.exp(-x)), (-3, 3)),
-    "erf": (np.vectorize(math.erf), (-2, 2)), "stop_gradient": (lambda x: x, (-3, 3)),
-    "positive": (np.positive, (-3, 3)), "isnan": (np.isnan, (-3, 3)), "isinf": (np.isinf, (-3, 3)),
-    "isfinite": (np.isfinite, (-3, 3)), "isposinf": (np.isposinf, (-3, 3)),
-    "isneginf": (np.isneginf, (-3, 3)), "logical_not": (np.logical_not, (-1, 1)),
+class Op(NamedTuple):
+    """An elementwise op: its NumPy reference, where each input is drawn from
+    (lo, hi), and the dtype of the inputs."""
+    ref: Callable
+    domains: Tuple[Tuple[float, float], ...]
+    dtype: type = np.float32
+
+
+def unary(ref, lo, hi):
+    return Op(ref, ((lo, hi),))
+
+
+def binary(ref, a=(0.5, 2), b=(0.5, 2), dtype=np.float32):
+    return Op(ref, (a, b), dtype)
+
+
+def bitwise(ref):
+    return binary(ref, (0, 100), (0, 5), np.int32)
+
+
+ELEMENTWISE = {
+    "abs": unary(np.abs, -3, 3), "negative": unary(np.negative, -3, 3),
+    "sign": unary(np.sign, -3, 3), "square": unary(np.square, -3, 3),
+    "sqrt": unary(np.sqrt, 0.1, 3), "rsqrt": unary(lambda x: 1 / np.sqrt(x), 0.1, 3),
+    "reciprocal": unary(np.reciprocal, 0.5, 3), "exp": unary(np.exp, -3, 3),
+    "expm1": unary(np.expm1, -1, 1), "log": unary(np.log, 0.1, 3), "log2": unary(np.log2, 0.1, 3),
+    "log10": unary(np.log10, 0.1, 3), "log1p": unary(np.log1p, -0.5, 3),
+    "sin": unary(np.sin, -3, 3), "cos": unary(np.cos, -3, 3), "tan": unary(np.tan, -1, 1),
+    "arcsin": unary(np.arcsin, -0.9, 0.9), "arccos": unary(np.arccos, -0.9, 0.9),
+    "arctan": unary(np.arctan, -3, 3), "sinh": unary(np.sinh, -2, 2), "cosh": unary(np.cosh, -2, 2),
+    "tanh": unary(np.tanh, -3, 3), "arcsinh": unary(np.arcsinh, -3, 3),
+    "arccosh": unary(np.arccosh, 1.1, 3), "arctanh": unary(np.arctanh, -0.9, 0.9),
+    "degrees": unary(np.degrees, -3, 3), "radians": unary(np.radians, -90, 90),
+    "floor": unary(np.floor, -3, 3), "ceil": unary(np.ceil, -3, 3), "trunc": unary(np.trunc, -3, 3),
+    "sigmoid": unary(lambda x: 1 / (1 + np.exp(-x)), -3, 3),
+    "erf": unary(np.vectorize(math.erf), -2, 2), "stop_gradient": unary(lambda x: x, -3, 3),
+    "positive": unary(np.positive, -3, 3), "isnan": unary(np.isnan, -3, 3),
+    "isinf": unary(np.isinf, -3, 3), "isfinite": unary(np.isfinite, -3, 3),
+    "isposinf": unary(np.isposinf, -3, 3), "isneginf": unary(np.isneginf, -3, 3),
+    "logical_not": unary(np.logical_not, -1, 1),
+    "add": binary(np.add), "subtract": binary(np.subtract), "multiply": binary(np.multiply),
+    "divide": binary(np.divide), "power": binary(np.power), "maximum": binary(np.maximum),
+    "minimum": binary(np.minimum), "logaddexp": binary(np.logaddexp),
+    "arctan2": binary(np.arctan2), "equal": binary(np.equal), "not_equal": binary(np.not_equal),
+    "greater": binary(np.greater), "greater_equal": binary(np.greater_equal),
+    "less": binary(np.less), "less_equal": binary(np.less_equal),
+    "remainder": binary(np.remainder), "floor_divide": binary(np.floor_divide),
+    "logical_and": binary(np.logical_and), "logical_or": binary(np.logical_or),
+    "logical_xor": binary(np.logical_xor),
+    "bitwise_and": bitwise(np.bitwise_and), "bitwise_or": bitwise(np.bitwise_or),
+    "bitwise_xor": bitwise(np.bitwise_xor), "left_shift": bitwise(np.left_shift),
+    "right_shift": bitwise(np.right_shift),
 }
 
 
-@pytest.mark.parametrize("name", sorted(UNARY))
-def test_unary_against_numpy(name, rng):
-    ref, (lo, hi) = UNARY[name]
-    x = rng.uniform(lo, hi, (4, 6)).astype(np.float32)
-    for a, xv in views(x):
-        close(getattr(mx, name)(a), ref(xv.astype(np.float64)), rtol=2e-5, atol=2e-6)
-    # Python scalars and lists are accepted as inputs.
-    close(getattr(mx, name)(x.tolist()), ref(x.astype(np.float64)), rtol=2e-5, atol=2e-6)
+def draw(rng, domain, shape, dtype):
+    lo, hi = domain
+    if np.issubdtype(dtype, np.integer):
+        return rng.integers(lo, hi, shape).astype(dtype)
+    return rng.uniform(lo, hi, shape).astype(dtype)
 
 
-def test_unary_special_values():
+@pytest.mark.parametrize("name", sorted(ELEMENTWISE))
+def test_elementwise_against_numpy(name, device, rng):
+    """Views (transposed, strided, reversed, broadcast), NumPy arrays, lists and
+    Python scalars as inputs."""
+    op = ELEMENTWISE[name]
+    f = getattr(mx, name)
+    tol = dict(rtol=2e-5, atol=2e-6) if len(op.domains) == 1 else dict(rtol=1e-5)
+    if len(op.domains) == 1:
+        x = draw(rng, op.domains[0], (4, 6), op.dtype)
+        for a, xv in views(x):
+            close(f(a), op.ref(xv.astype(np.float64)), **tol)
+        close(f(x.tolist()), op.ref(x.astype(np.float64)), **tol)
+        return
+    x = draw(rng, op.domains[0], (4, 6), op.dtype)
+    yt = draw(rng, op.domains[1], (6, 4), op.dtype)  # y = yt.T, stored transposed
+    a, bt = mx.array(x), mx.array(yt)
+    close(f(x, yt.T), op.ref(x, yt.T), **tol)
+    close(f(a, bt.T), op.ref(x, yt.T), **tol)
+    close(f(a.T, bt), op.ref(x.T, yt), **tol)
+    close(f(a[::2], bt.T[0]), op.ref(x[::2], yt.T[0]), **tol)  # broadcast row
+    s, t = x.flat[0], yt.flat[0]
+    close(f(x, t.item()), op.ref(x, t), **tol)  # Python scalars
+    close(f(s.item(), yt.T), op.ref(s, yt.T), **tol)
+
+
+def test_unary_special_values(device):
     x = np.array([np.nan, np.inf, -np.inf, 1.0], np.float32)
     close(mx.nan_to_num(x), np.nan_to_num(x))
     close(mx.nan_to_num(x, nan=1.0, posinf=2.0, neginf=-2.0),
@@ -72,38 +131,12 @@ def test_unary_special_values():
     close(mx.round(np.array([2.567, -1.234], np.float32), decimals=2), [2.57, -1.23])
 
 
-BINARY = {
-    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
-    "power": np.power, "maximum": np.maximum, "minimum": np.minimum, "logaddexp": np.logaddexp,
-    "arctan2": np.arctan2, "equal": np.equal, "not_equal": np.not_equal, "greater": np.greater,
-    "greater_equal": np.greater_equal, "less": np.less, "less_equal": np.less_equal,
-    "remainder": np.remainder, "floor_divide": np.floor_divide,
-    "logical_and": np.logical_and, "logical_or": np.logical_or, "logical_xor": np.logical_xor,
-}
+def test_device_fixture_sets_the_default_device(device):
+    assert mx.default_device() == device
+    assert mx.add(mx.ones(2), 1).tolist() == [2.0, 2.0]
 
 
-@pytest.mark.parametrize("name", sorted(BINARY))
-def test_binary_against_numpy(name, rng):
-    ref = BINARY[name]
-    x = rng.uniform(0.5, 2, (4, 6)).astype(np.float32)
-    y = rng.uniform(0.5, 2, (6, 4)).astype(np.float32)
-    f = getattr(mx, name)
-    close(f(x, y.T), ref(x, y.T), rtol=1e-5)
-    close(f(mx.array(y).T, mx.array(x)), ref(y.T, x), rtol=1e-5)
-    close(f(mx.array(x)[::2], mx.array(x)[0]), ref(x[::2], x[0]), rtol=1e-5)  # broadcast row
-    close(f(x, 1.5), ref(x, np.float32(1.5)), rtol=1e-5)
-    close(f(1.5, x), ref(np.float32(1.5), x), rtol=1e-5)
-
-
-@pytest.mark.parametrize("name", ["bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"])
-def test_bitwise_against_numpy(name, rng):
-    x = rng.integers(0, 100, (3, 5)).astype(np.int32)
-    y = rng.integers(0, 5, (3, 5)).astype(np.int32)
-    close(getattr(mx, name)(x, y), getattr(np, name)(x, y))
-    close(getattr(mx, name)(mx.array(x).T, mx.array(y).T), getattr(np, name)(x.T, y.T))
-
-
-def test_where_clip_isclose(rng):
+def test_where_clip_isclose(device, rng):
     x = rng.standard_normal((4, 5)).astype(np.float32)
     y = rng.standard_normal((4, 5)).astype(np.float32)
     close(mx.where(x > 0, x, y), np.where(x > 0, x, y))
@@ -133,7 +166,7 @@ REDUCTIONS = {
 @pytest.mark.parametrize("name", sorted(REDUCTIONS))
 @pytest.mark.parametrize("axis", [None, 0, 1, (0, 2), -1])
 @pytest.mark.parametrize("keepdims", [False, True])
-def test_reductions_against_numpy(name, axis, keepdims, rng):
+def test_reductions_against_numpy(name, axis, keepdims, device, rng):
     x = rng.uniform(0.5, 1.5, (3, 4, 5)).astype(np.float32)
     if name in ("all", "any"):
         x = x > 1.0
@@ -145,7 +178,7 @@ def test_reductions_against_numpy(name, axis, keepdims, rng):
 
 
 @pytest.mark.parametrize("name", ["var", "std"])
-def test_moments_against_numpy(name, rng):
+def test_moments_against_numpy(name, device, rng):
     x = rng.standard_normal((4, 6)).astype(np.float32)
     for a, xv in views(x):
         for axis in (None, 0, -1):
@@ -153,7 +186,7 @@ def test_moments_against_numpy(name, rng):
                 close(getattr(mx, name)(a, axis=axis, ddof=ddof), getattr(np, name)(xv, axis=axis, ddof=ddof), rtol=1e-4)
 
 
-def test_arg_reductions_and_friends(rng):
+def test_arg_reductions_and_friends(device, rng):
     x = rng.standard_normal((4, 6)).astype(np.float32)
     for a, xv in views(x):
         close(mx.argmax(a), np.argmax(xv))
@@ -170,7 +203,7 @@ def test_arg_reductions_and_friends(rng):
     assert mx.mean(mx.array([1, 2])).dtype == mx.float32
 
 
-def test_creation_against_numpy():
+def test_creation_against_numpy(device):
     close(mx.arange(5), np.arange(5))
     assert mx.arange(5).dtype == mx.int32 and mx.arange(5.0).dtype == mx.float32
     close(mx.arange(1, 10, 3), np.arange(1, 10, 3))
@@ -203,7 +236,7 @@ def test_creation_against_numpy():
     close(gi[0], np.meshgrid(np.arange(3), np.arange(2), indexing="ij")[0])
 
 
-def test_shape_ops_against_numpy(rng):
+def test_shape_ops_against_numpy(device, rng):
     x = rng.standard_normal((2, 3, 4)).astype(np.float32)
     for a, xv in views(x):
         close(mx.reshape(a, (4, -1)), xv.reshape(4, -1))
@@ -260,7 +293,7 @@ def test_shape_ops_against_numpy(rng):
     close(u, [0, 1, 1, 0, 0])
 
 
-def test_linalg_against_numpy(rng):
+def test_linalg_against_numpy(device, rng):
     x = rng.standard_normal((3, 4)).astype(np.float32)
     y = rng.standard_normal((4, 5)).astype(np.float32)
     c = rng.standard_normal((3, 5)).astype(np.float32)
@@ -280,7 +313,7 @@ def test_linalg_against_numpy(rng):
 
 @pytest.mark.parametrize("npdtype", [np.int8, np.uint8, np.int16, np.uint32, np.int32, np.int64,
                                      np.float16, np.float32, np.float64])
-def test_ops_on_every_dtype(npdtype, rng):
+def test_ops_on_every_dtype(npdtype, device, rng):
     x = rng.integers(0, 10, (3, 4)).astype(npdtype)
     y = rng.integers(1, 10, (3, 4)).astype(npdtype)
     a, b = mx.array(x), mx.array(y)
