@@ -543,6 +543,10 @@ inline std::vector<Op> make_ops() {
              [](double a, double b) { return std::atan2(a, b); }, all, {-5, 5}, {-5, 5},
              Rule::float_out)
           .smooth(),
+      binary("hypot", [](auto& a, auto& b) { return hypot(a, b); },
+             [](double a, double b) { return std::hypot(a, b); }, all, {-5, 5}, {-5, 5},
+             Rule::float_out)
+          .smooth({{0.5, 3}, {-3, -0.5}}),
       binary("equal", [](auto& a, auto& b) { return equal(a, b); },
              [](double a, double b) { return double(a == b); }, all, {-2, 2}, {-2, 2},
              Rule::boolean)
