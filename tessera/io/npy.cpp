@@ -143,7 +143,9 @@ std::pair<Dtype, bool> parse_descr(const std::string& descr, const Bytes& b) {
   if (d == "V2") return {bfloat16, big};
   for (Dtype t : all_dtypes) {
     if (t == bfloat16) continue;
-    if (d == std::string(1, static_cast<char>(kindof(t))) + std::to_string(t.size)) {
+    std::string code(1, static_cast<char>(kindof(t)));
+    code += std::to_string(t.size);
+    if (d == code) {
       return {t, big && t.size > 1};
     }
   }

@@ -63,9 +63,9 @@ TESSERA_QUANT_HD void pack32(const uint32_t* q, int bits, uint32_t* out) {
 template <int B>
 TESSERA_QUANT_HD void unpack32(const uint32_t* words, uint32_t* q) {
   // Every position is a compile-time constant once the loop is unrolled.
-#ifdef __CUDACC__
-#pragma unroll
-#else
+  // (nvcc unrolls a constant trip count of 32 by itself; a pragma here would
+  // reach its host compiler too, which does not know nvcc's.)
+#if !defined(__CUDACC__)
 #pragma GCC unroll 32
 #endif
   for (int i = 0; i < 32; ++i) {
