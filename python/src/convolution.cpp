@@ -1,4 +1,4 @@
-// Convolutions (reference core.md §8.9): the C++ ops, with an int or a tuple
+// Convolutions: the C++ ops, with an int or a tuple
 // (one int per spatial dimension) for stride, padding and dilation.
 #include "convert.h"
 

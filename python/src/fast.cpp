@@ -1,4 +1,4 @@
-// The submodule tessera.core.fast (reference submodules.md §4): rms_norm,
+// The submodule tessera.core.fast: rms_norm,
 // layer_norm, rope and scaled_dot_product_attention; the stream is keyword-only.
 #include "convert.h"
 

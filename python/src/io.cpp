@@ -1,4 +1,4 @@
-// File I/O (reference submodules.md §7): save, savez, savez_compressed,
+// File I/O: save, savez, savez_compressed,
 // save_safetensors, save_gguf and load, over the formats of tessera/io. Paths
 // are str, bytes or os.PathLike; binary file objects are written through
 // their write() and read whole with read().

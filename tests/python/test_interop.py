@@ -1,5 +1,5 @@
 """Interop without copies: NumPy and DLPack producers and consumers, on the host and
-the GPU, and the positional-only parameters of the reference (core.md)."""
+the GPU, and the positional-only parameters of MLX."""
 import ctypes
 import gc
 import inspect
@@ -322,7 +322,7 @@ def test_cupy_round_trip():
 
 # ---- positional-only parameters ---------------------------------------------
 
-# The reference's '/' (core.md): the parameters before it, for each function.
+# MLX's '/': the parameters before it, for each function.
 POSITIONAL_ONLY = {
     ("a",): """abs negative positive sign square sqrt rsqrt reciprocal exp expm1 log log2 log10
         log1p sin cos tan arcsin arccos arctan sinh cosh tanh arcsinh arccosh arctanh degrees
