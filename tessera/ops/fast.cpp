@@ -14,11 +14,12 @@ namespace tessera::fast {
 namespace {
 
 thread_local bool t_force_primitive = false;
+thread_local bool t_force_fallback = false;
 
 // The node of p over inputs (one output of this shape and dtype), or the
 // fallback's graph where no kernel covers the case.
 array finish(std::shared_ptr<Custom> p, Shape shape, Dtype dtype, std::vector<array> inputs) {
-  if (!t_force_primitive && p->use_fallback(inputs)) {
+  if (t_force_fallback || (!t_force_primitive && p->use_fallback(inputs))) {
     return p->fallback()(std::move(inputs))[0];
   }
   return array(std::move(shape), dtype, std::move(p), std::move(inputs));
@@ -63,6 +64,8 @@ void check_affine(const char* op, const std::optional<array>& w, const array& x,
 
 PrimitiveScope::PrimitiveScope() : previous_(t_force_primitive) { t_force_primitive = true; }
 PrimitiveScope::~PrimitiveScope() { t_force_primitive = previous_; }
+FallbackScope::FallbackScope() : previous_(t_force_fallback) { t_force_fallback = true; }
+FallbackScope::~FallbackScope() { t_force_fallback = previous_; }
 
 array rms_norm(const array& x, const std::optional<array>& weight, float eps, StreamOrDevice s) {
   check_normalised("rms_norm", x);

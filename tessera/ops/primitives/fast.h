@@ -28,7 +28,9 @@
 //
 // A PrimitiveScope makes the ops create their node even where use_fallback
 // says otherwise, so that the node's evaluation and transforms are tested
-// against the plain graph before any kernel exists.
+// against the plain graph before any kernel exists. A FallbackScope does the
+// reverse: the ops return the plain graph even where a kernel covers the case,
+// the reference that each kernel is tested and measured against.
 #pragma once
 
 #include <functional>
@@ -120,6 +122,19 @@ class PrimitiveScope {
   ~PrimitiveScope();
   PrimitiveScope(const PrimitiveScope&) = delete;
   PrimitiveScope& operator=(const PrimitiveScope&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// Within its scope, the fast ops of the calling thread return their
+// fallback's graph whatever use_fallback says (see Note [Fast primitives]).
+class FallbackScope {
+ public:
+  FallbackScope();
+  ~FallbackScope();
+  FallbackScope(const FallbackScope&) = delete;
+  FallbackScope& operator=(const FallbackScope&) = delete;
 
  private:
   bool previous_;
