@@ -103,6 +103,40 @@ int main(int argc, char** argv) {
                   bench::time_median([&] { run([&] { return matmul(a, b); }); }, 5, 2),
                   2.0 * 4096.0 * 4096.0 * 4096.0, "flop");
   }
+  const double bf16 = 2.0;
+  for (bool rms : {true, false}) {
+    const std::string name = rms ? "rms_norm_bf16_8192x8192" : "layer_norm_bf16_8192x8192";
+    if (!bench::wanted(argc, argv, name)) continue;
+    // Bytes: x read and y written once (the backward pass: x and the
+    // cotangent read, dx written); weight and bias are negligible.
+    const int n = 8192;
+    array x = filled({n, n}, bfloat16), w = filled({n}, bfloat16), b = filled({n}, bfloat16);
+    array g = filled({n, n}, bfloat16);
+    VecFn f = [rms](const std::vector<array>& a) {
+      return std::vector{rms ? fast::rms_norm(a[0], a[1], 1e-5f)
+                             : fast::layer_norm(a[0], a[1], a[2], 1e-5f)};
+    };
+    std::vector<array> in{x, w};
+    if (!rms) in.push_back(b);
+    bench::report(name, bench::time_median([&] { run([&] { return f(in)[0]; }); }),
+                  2 * bf16 * n * n, "byte");
+    bench::report(name + "_bwd", bench::time_median([&] {
+                    eval(vjp(f, in, {g}).second);
+                    synchronize();
+                  }),
+                  3 * bf16 * n * n, "byte");
+  }
+  for (const Shape& shape : {Shape{1, 32, 4096, 128}, Shape{4, 32, 4096, 128}}) {
+    std::string name = "rope_bf16";
+    for (size_t i = 0; i < shape.size(); ++i) name += (i ? "x" : "_") + std::to_string(shape[i]);
+    if (!bench::wanted(argc, argv, name)) continue;
+    array x = filled(shape, bfloat16);
+    bench::report(name,
+                  bench::time_median([&] {
+                    run([&] { return fast::rope(x, 128, false, 10000.0f, 1.0f, 0); });
+                  }),
+                  2 * bf16 * static_cast<double>(shape_size(shape)), "byte");
+  }
   if (bench::wanted(argc, argv, "host_to_gpu_op_1GiB")) {
     // A GPU op on a 1 GiB array created on the host: each run writes the host
     // copy (data<T>() for writing makes the device copy stale), so the upload

@@ -75,6 +75,45 @@ def main():
     if wanted("matmul_f32_4096"):
         a, b = filled((4096, 4096)), filled((4096, 4096))
         report("matmul_f32_4096", time_median(lambda: a @ b, 5, 2), 2.0 * 4096 ** 3, "flop")
+    bf = 2.0
+    for name, norm in (("rms_norm_bf16_8192x8192", "rms"), ("layer_norm_bf16_8192x8192", "layer")):
+        if not wanted(name):
+            continue
+        # Bytes: x read and y written once (the backward pass: x and the
+        # cotangent read, dx written); weight and bias are negligible.
+        x = (filled((8192, 8192), torch.bfloat16) - 0.5).requires_grad_()
+        w = filled((8192,), torch.bfloat16).requires_grad_()
+        b = filled((8192,), torch.bfloat16).requires_grad_()
+
+        def fwd():
+            if norm == "rms":
+                return torch.nn.functional.rms_norm(x, (8192,), w, 1e-5)
+            return torch.nn.functional.layer_norm(x, (8192,), w, b, 1e-5)
+        with torch.no_grad():
+            report(name, time_median(fwd), 2 * bf * 8192 * 8192, "byte")
+        y = fwd()
+        g = filled((8192, 8192), torch.bfloat16)
+        params = (x, w) if norm == "rms" else (x, w, b)
+        report(name + "_bwd",
+               time_median(lambda: torch.autograd.grad(y, params, g, retain_graph=True)),
+               3 * bf * 8192 * 8192, "byte")
+    for shape in ((1, 32, 4096, 128), (4, 32, 4096, 128)):
+        name = "rope_bf16_" + "x".join(map(str, shape))
+        if not wanted(name):
+            continue
+        # The usual rotation of halves with cos and sin tables made beforehand.
+        x = filled(shape, torch.bfloat16)
+        t, half = shape[2], shape[3] // 2
+        inv = 10000.0 ** (-torch.arange(half, device="cuda", dtype=torch.float32) / half)
+        angle = torch.outer(torch.arange(t, device="cuda", dtype=torch.float32), inv)
+        cos = torch.cat((angle.cos(), angle.cos()), -1).to(torch.bfloat16)
+        sin = torch.cat((angle.sin(), angle.sin()), -1).to(torch.bfloat16)
+
+        def rope():
+            x1, x2 = x[..., :half], x[..., half:]
+            return x * cos + torch.cat((-x2, x1), -1) * sin
+        n = shape[0] * shape[1] * shape[2] * shape[3]
+        report(name, time_median(rope), 2 * bf * n, "byte")
     if wanted("host_to_gpu_op_1GiB"):
         # PyTorch at its best: the host tensor pinned by hand, a non-blocking copy.
         n = 1 << 28

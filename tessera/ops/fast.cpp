@@ -19,10 +19,7 @@ thread_local bool t_force_fallback = false;
 // The node of p over inputs (one output of this shape and dtype), or the
 // fallback's graph where no kernel covers the case.
 array finish(std::shared_ptr<Custom> p, Shape shape, Dtype dtype, std::vector<array> inputs) {
-  if (t_force_fallback || (!t_force_primitive && p->use_fallback(inputs))) {
-    return p->fallback()(std::move(inputs))[0];
-  }
-  return array(std::move(shape), dtype, std::move(p), std::move(inputs));
+  return node_or_fallback(std::move(p), {std::move(shape)}, {dtype}, std::move(inputs))[0];
 }
 
 // Half-precision inputs compute in float32; float64 stays float64.
@@ -61,6 +58,17 @@ void check_affine(const char* op, const std::optional<array>& w, const array& x,
 }
 
 }  // namespace
+
+std::vector<array> node_or_fallback(std::shared_ptr<Custom> p, std::vector<Shape> shapes,
+                                    std::vector<Dtype> dtypes, std::vector<array> inputs) {
+  if (t_force_fallback || (!t_force_primitive && p->use_fallback(inputs))) {
+    return p->fallback()(std::move(inputs));
+  }
+  if (shapes.size() == 1) {
+    return {array(std::move(shapes[0]), dtypes[0], std::move(p), std::move(inputs))};
+  }
+  return array::make_arrays(std::move(shapes), dtypes, p, inputs);
+}
 
 PrimitiveScope::PrimitiveScope() : previous_(t_force_primitive) { t_force_primitive = true; }
 PrimitiveScope::~PrimitiveScope() { t_force_primitive = previous_; }

@@ -2,9 +2,12 @@
 // loops in double over the inputs, on every device and in float32, float16,
 // bfloat16 (and float64); derivatives against finite differences, vmap
 // against a loop; the primitive's node (forced with a PrimitiveScope) against
-// the fallback graph; and the errors of bad arguments.
+// the fallback graph; the fused kernels of the norms and rope, and their fused
+// derivatives, against the fallback graph (a FallbackScope), loops in double
+// and finite differences; and the errors of bad arguments.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -525,6 +528,374 @@ TEST(Fast, test_vmap_against_a_loop) {
     }, {random_f64({3, 1, 4, 2, 8}, 64), random_f64({1, 2, 3, 8}, 65),
         random_f64({3, 1, 2, 3, 4}, 66), random_f64({3, 4}, 67)}, {0, -1, 0, 0}, ulps);
   });
+}
+
+// ---- the fused kernels of the norms and rope
+
+namespace {
+
+std::vector<Dtype> kernel_dtypes() { return {float32, float16, bfloat16}; }
+
+// Tolerance of a fused result against the fallback's, each rounded to t
+// once or twice: the kernels add in another order, so a rounding may land
+// one unit in the last place apart.
+double fused_tol(Dtype t) { return t == float32 ? 1e-5 : t == float16 ? 2e-3 : 1.6e-2; }
+
+// ||got - want|| / max(||want||, floor) within rtol (NaN fails).
+void expect_normwise(const array& got, const array& want, double rtol, const std::string& c,
+                     double floor = 0) {
+  ASSERT_EQ(got.shape(), want.shape()) << c;
+  EXPECT_EQ(got.dtype(), want.dtype()) << c;
+  auto g = values(got), w = values(want);
+  double num = 0, den = 0;
+  for (size_t i = 0; i < w.size(); ++i) {
+    num += (g[i] - w[i]) * (g[i] - w[i]);
+    den += w[i] * w[i];
+  }
+  double err = std::sqrt(num) / std::max({std::sqrt(den), floor, 1e-300});
+  EXPECT_LE(err, rtol) << c << ": normwise error " << err;
+}
+
+// f on the inputs, and under a FallbackScope.
+std::vector<array> on_fallback(const VecFn& f, const std::vector<array>& inputs) {
+  fast::FallbackScope scope;
+  return f(inputs);
+}
+
+// The vjp of f at float32 primals against central differences of f at the
+// same values in float64 (where the fallback computes): <vjp(c), t> against
+// (<c, f(x + eps t)> - <c, f(x - eps t)>) / (2 eps), for argnums' primals.
+void check_vjp_by_differences(const std::string& name, const VecFn& f,
+                              const std::vector<array>& primals, const std::vector<int>& argnums,
+                              double rtol = 2e-4) {
+  auto outs = f(primals);
+  std::vector<array> cot;
+  for (size_t o = 0; o < outs.size(); ++o) {
+    cot.push_back(astype(random_f64(outs[o].shape(), 70 + o), outs[o].dtype()));
+  }
+  auto grads = vjp(f, primals, cot).second;
+  std::vector<array> plus, minus, tangents;
+  const double eps = 1e-4;
+  double lhs = 0;
+  for (size_t i = 0; i < primals.size(); ++i) {
+    array p = astype(primals[i], float64);
+    bool moved = std::find(argnums.begin(), argnums.end(), static_cast<int>(i)) != argnums.end();
+    array t = moved ? random_f64(primals[i].shape(), 80 + i) : zeros_like(p);
+    if (moved) lhs += grad_check::dot({grads[i]}, {t});
+    plus.push_back(is_floating_point(p.dtype()) && moved ? add(p, multiply(t, array(eps))) : primals[i]);
+    minus.push_back(is_floating_point(p.dtype()) && moved ? subtract(p, multiply(t, array(eps))) : primals[i]);
+  }
+  std::vector<array> cot64;
+  for (auto& c : cot) cot64.push_back(astype(c, float64));
+  double rhs = (grad_check::dot(cot64, f(plus)) - grad_check::dot(cot64, f(minus))) / (2 * eps);
+  EXPECT_LE(std::abs(lhs - rhs), rtol * std::max({1.0, std::abs(lhs), std::abs(rhs)}))
+      << name << ": <vjp(c), t> = " << lhs << ", finite differences give " << rhs;
+}
+
+// Shapes of the norm tests: rows of 1, 7, 16, 100, 4097, 8192 and 9001
+// elements (the GPU kernels keep a row of up to 8192 odd or 16384 aligned
+// elements; longer rows take the fallback there).
+std::vector<Shape> norm_shapes() {
+  return {{1, 1}, {7, 7}, {3, 4, 16}, {33, 100}, {3, 4097}, {2, 8192}, {2, 9001}};
+}
+
+// Whether the fused kernel covers rows of d elements of dtype t on the current device.
+bool norm_fused(int64_t d, Dtype t) {
+  return default_device() == Device::cpu || fast::gpu_norm_row_fits(d, t.size);
+}
+
+}  // namespace
+
+TEST(Fast, test_fused_norms_against_the_fallback_and_a_float64_loop) {
+  for (auto dev : harness::devices()) {
+    StreamContext ctx(dev);
+    for (Dtype t : kernel_dtypes()) {
+      for (const Shape& shape : norm_shapes()) {
+        const int d = shape.back();
+        Values xv = harness::random_values(shape_size(shape), t, -3, 3, 100 + d);
+        Input w = input({d}, t, 101), b = input({d}, t, 102);
+        for (bool transposed : {false, true}) {
+          // A non-contiguous x: the transpose of a stored (d, rows) array.
+          array x = harness::from_doubles(xv, shape, t);
+          if (transposed) {
+            Shape flipped{d, static_cast<int>(shape_size(shape) / d)};
+            Values tv(xv.size());
+            for (int64_t r = 0; r < flipped[1]; ++r) {
+              for (int i = 0; i < d; ++i) tv[i * flipped[1] + r] = xv[r * d + i];
+            }
+            x = reshape(transpose(harness::from_doubles(tv, flipped, t)), shape);
+          }
+          std::string c = dev == Device::cpu ? "cpu " : "gpu ";
+          c += dname(t) + " " + shape_str(shape) + (transposed ? " transposed" : "");
+          auto check = [&](const std::string& what, const std::string& prim, const VecFn& f,
+                           const std::vector<array>& in, const Values& want) {
+            array y = f(in)[0];
+            EXPECT_EQ(primitive_of(y) == prim, norm_fused(d, t)) << c << what;
+            harness::expect_values(y, values(on_fallback(f, in)[0]), c + what + " vs fallback",
+                                   fused_tol(t), fused_tol(t));
+            harness::expect_values(y, want, c + what, tol(t), tol(t));
+          };
+          check(" rms_norm", "RMSNorm", [](const std::vector<array>& a) {
+            return std::vector{fast::rms_norm(a[0], a[1], 1e-5f)};
+          }, {x, w.a}, ref_rms_norm(xv, d, w.v, 1e-5f));
+          check(" rms_norm no weight", "RMSNorm", [](const std::vector<array>& a) {
+            return std::vector{fast::rms_norm(a[0], std::nullopt, 1e-4f)};
+          }, {x}, ref_rms_norm(xv, d, {}, double(1e-4f)));
+          check(" layer_norm", "LayerNorm", [](const std::vector<array>& a) {
+            return std::vector{fast::layer_norm(a[0], a[1], a[2], 1e-5f)};
+          }, {x, w.a, b.a}, ref_layer_norm(xv, d, w.v, b.v, 1e-5f));
+          check(" layer_norm weight only", "LayerNorm", [](const std::vector<array>& a) {
+            return std::vector{fast::layer_norm(a[0], a[1], std::nullopt, 1e-5f)};
+          }, {x, w.a}, ref_layer_norm(xv, d, w.v, {}, 1e-5f));
+          check(" layer_norm bias only", "LayerNorm", [](const std::vector<array>& a) {
+            return std::vector{fast::layer_norm(a[0], std::nullopt, a[1], 1e-5f)};
+          }, {x, b.a}, ref_layer_norm(xv, d, {}, b.v, 1e-5f));
+          check(" layer_norm plain", "LayerNorm", [](const std::vector<array>& a) {
+            return std::vector{fast::layer_norm(a[0], std::nullopt, std::nullopt, 1e-5f)};
+          }, {x}, ref_layer_norm(xv, d, {}, {}, 1e-5f));
+        }
+      }
+    }
+  }
+}
+
+TEST(Fast, test_fused_norm_gradients_against_the_fallback_and_finite_differences) {
+  for (auto dev : harness::devices()) {
+    StreamContext ctx(dev);
+    for (Dtype t : kernel_dtypes()) {
+      // Gradients are compared normwise: the fallback rounds to t at more steps.
+      const double gtol = t == float32 ? 1e-5 : t == float16 ? 4e-3 : 3e-2;
+      for (const Shape& shape : {Shape{1, 1}, Shape{7, 7}, Shape{5, 3, 100}, Shape{3, 4097},
+                                 Shape{4, 8192}, Shape{300, 16}}) {
+        const int d = shape.back();
+        Input x = input(shape, t, 110 + d), w = input({d}, t, 111), b = input({d}, t, 112);
+        std::string c = std::string(dev == Device::cpu ? "cpu " : "gpu ") + dname(t) + " " +
+                        shape_str(shape);
+        struct Case {
+          std::string name, vjp_name;
+          VecFn f;
+          std::vector<array> in;
+        };
+        std::vector<Case> cases{
+            {"rms_norm", "RMSNormVJP",
+             [](const std::vector<array>& a) { return std::vector{fast::rms_norm(a[0], a[1], 1e-5f)}; },
+             {x.a, w.a}},
+            {"rms_norm no weight", "RMSNormVJP",
+             [](const std::vector<array>& a) {
+               return std::vector{fast::rms_norm(a[0], std::nullopt, 1e-5f)};
+             },
+             {x.a}},
+            {"layer_norm", "LayerNormVJP",
+             [](const std::vector<array>& a) {
+               return std::vector{fast::layer_norm(a[0], a[1], a[2], 1e-5f)};
+             },
+             {x.a, w.a, b.a}},
+            {"layer_norm weight only", "LayerNormVJP",
+             [](const std::vector<array>& a) {
+               return std::vector{fast::layer_norm(a[0], a[1], std::nullopt, 1e-5f)};
+             },
+             {x.a, w.a}},
+            {"layer_norm bias only", "LayerNormVJP",
+             [](const std::vector<array>& a) {
+               return std::vector{fast::layer_norm(a[0], std::nullopt, a[1], 1e-5f)};
+             },
+             {x.a, b.a}},
+            {"layer_norm plain", "LayerNormVJP",
+             [](const std::vector<array>& a) {
+               return std::vector{fast::layer_norm(a[0], std::nullopt, std::nullopt, 1e-5f)};
+             },
+             {x.a}},
+        };
+        for (auto& k : cases) {
+          std::vector<array> cot{input(shape, t, 113).a};
+          auto fused = vjp(k.f, k.in, cot).second;
+          std::vector<array> reference;
+          {
+            fast::FallbackScope scope;
+            reference = vjp(k.f, k.in, cot).second;
+          }
+          ASSERT_EQ(fused.size(), reference.size());
+          // Names first: evaluating one output evaluates its siblings too.
+          for (size_t i = 0; i < fused.size(); ++i) {
+            EXPECT_EQ(primitive_of(fused[i]), k.vjp_name) << c << " " << k.name << " grad " << i;
+          }
+          for (size_t i = 0; i < fused.size(); ++i) {
+            // dx of rows of one element cancels to nearly 0: compared absolutely.
+            expect_normwise(fused[i], reference[i], gtol,
+                            c + " " + k.name + " grad " + std::to_string(i),
+                            i == 0 && d == 1 ? 1.0 : 0.0);
+          }
+          if (t == float32 && d > 1) {
+            std::vector<int> all(k.in.size());
+            for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+            check_vjp_by_differences(c + " " + k.name, k.f, k.in, all);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Fast, test_fused_rope_against_the_fallback_and_a_float64_loop) {
+  for (auto dev : harness::devices()) {
+    StreamContext ctx(dev);
+    for (Dtype t : kernel_dtypes()) {
+      // (B, *, T, D): odd T, D with dims < D, 3-D, one row of 4097 positions.
+      for (const Shape& shape : {Shape{2, 3, 7, 16}, Shape{2, 5, 1, 64}, Shape{3, 9, 12},
+                                 Shape{1, 2, 4097, 8}, Shape{2, 2, 3, 10}}) {
+        const int d = shape.back(), nd = static_cast<int>(shape.size());
+        Input x = input(shape, t, 120 + d);
+        for (bool traditional : {false, true}) {
+          std::string c = std::string(dev == Device::cpu ? "cpu " : "gpu ") + dname(t) + " " +
+                          shape_str(shape) + (traditional ? " traditional" : "");
+          const int dims = d == 10 ? 6 : d;
+          std::vector<double> per_batch;
+          std::vector<int> offsets;
+          for (int b = 0; b < shape[0]; ++b) offsets.push_back(3 * b + 1);
+          for (int o : offsets) per_batch.push_back(o);
+          const int half = dims / 2;
+          Values fv(half);
+          for (int i = 0; i < half; ++i) fv[i] = 1.0 + 2.5 * i;
+          array freqs = harness::from_doubles(fv, {half}, float32);
+          // Angles are float32 in the kernels and the fallback: an error of
+          // a few units in the last place of angles up to 2 (T + 10).
+          const double loop_tol = tol(t) + 4e-7 * 2 * (shape[nd - 2] + 10);
+          auto check = [&](const std::string& what, const VecFn& f,
+                           const std::vector<array>& in, const Values& want) {
+            array y = f(in)[0];
+            EXPECT_EQ(primitive_of(y), "RoPE") << c << what;
+            harness::expect_values(y, values(on_fallback(f, in)[0]), c + what + " vs fallback",
+                                   fused_tol(t), fused_tol(t));
+            harness::expect_values(y, want, c + what, loop_tol, loop_tol);
+          };
+          check(" offset 5", [&](const std::vector<array>& a) {
+            return std::vector{fast::rope(a[0], dims, traditional, 10000.0f, 1.0f, 5)};
+          }, {x.a}, ref_rope(x.v, shape, dims, traditional, 10000.0, 1.0, {5}, {}));
+          check(" offsets per batch", [&](const std::vector<array>& a) {
+            return std::vector{fast::rope(a[0], dims, traditional, 500.0f, 0.5f, a[1])};
+          }, {x.a, array(offsets.begin(), {shape[0]}, int32)},
+             ref_rope(x.v, shape, dims, traditional, 500.0, 0.5, per_batch, {}));
+          check(" 0-d float offset", [&](const std::vector<array>& a) {
+            return std::vector{fast::rope(a[0], dims, traditional, 100.0f, 2.0f, a[1])};
+          }, {x.a, array(2.5f)}, ref_rope(x.v, shape, dims, traditional, 100.0, 2.0, {2.5}, {}));
+          check(" freqs", [&](const std::vector<array>& a) {
+            return std::vector{fast::rope(a[0], dims, traditional, std::nullopt, 1.0f,
+                                          array(int64_t{3}), a[1])};
+          }, {x.a, freqs}, ref_rope(x.v, shape, dims, traditional, std::nullopt, 1.0, {3}, fv));
+          if (nd == 4) {
+            // A non-contiguous x: (B, T, H, D) stored, viewed as (B, H, T, D).
+            Shape stored{shape[0], shape[2], shape[1], shape[3]};
+            Values sv = harness::random_values(shape_size(stored), t, -2, 2, 130 + d);
+            array view = transpose(harness::from_doubles(sv, stored, t), {0, 2, 1, 3});
+            Values vv = values(contiguous(view));
+            check(" transposed", [&](const std::vector<array>& a) {
+              return std::vector{fast::rope(a[0], dims, traditional, 10000.0f, 1.0f, 1)};
+            }, {view}, ref_rope(vv, shape, dims, traditional, 10000.0, 1.0, {1}, {}));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Fast, test_fused_rope_gradient_is_the_inverse_rotation) {
+  for (auto dev : harness::devices()) {
+    StreamContext ctx(dev);
+    for (Dtype t : kernel_dtypes()) {
+      const double gtol = t == float32 ? 1e-5 : t == float16 ? 4e-3 : 3e-2;
+      const Shape shape{2, 3, 7, 10};
+      Input x = input(shape, t, 140);
+      for (bool traditional : {false, true}) {
+        std::string c = std::string(dev == Device::cpu ? "cpu " : "gpu ") + dname(t) +
+                        (traditional ? " traditional" : "");
+        VecFn f = [traditional](const std::vector<array>& a) {
+          return std::vector{
+              fast::rope(a[0], 6, traditional, 10000.0f, 0.75f, array({2, 9}, int32))};
+        };
+        VecFn with_freqs = [traditional](const std::vector<array>& a) {
+          return std::vector{fast::rope(a[0], 6, traditional, std::nullopt, 1.0f, 4, a[1])};
+        };
+        array freqs = array({1.0f, 2.0f, 7.0f});
+        for (auto& [name, g, in] :
+             std::vector<std::tuple<std::string, VecFn, std::vector<array>>>{
+                 {"rope", f, {x.a}}, {"rope freqs", with_freqs, {x.a, freqs}}}) {
+          std::vector<array> cot{input(shape, t, 141).a};
+          auto fused = vjp(g, in, cot).second;
+          std::vector<array> reference;
+          {
+            fast::FallbackScope scope;
+            reference = vjp(g, in, cot).second;
+          }
+          EXPECT_EQ(primitive_of(fused[0]), "RoPE") << c << " " << name;
+          for (size_t i = 0; i < fused.size(); ++i) {
+            expect_normwise(fused[i], reference[i], i == 0 ? gtol : 1e-5,
+                            c + " " + name + " grad " + std::to_string(i));
+          }
+          if (t == float32) {
+            std::vector<int> all(in.size());
+            for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+            check_vjp_by_differences(c + " " + name, g, in, all);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Fast, test_fused_ops_under_vmap_and_vmap_of_their_gradients) {
+  for (auto dev : harness::devices()) {
+    StreamContext ctx(dev);
+    // vmap goes through the fallback's graph, the loop through the kernels.
+    auto close_to_loop = [](const std::string& name, const VecFn& f,
+                            const std::vector<array>& inputs, const std::vector<int>& axes) {
+      auto got = vmap(f, axes)(inputs);
+      int n = inputs[0].shape(axes[0]);
+      for (size_t o = 0; o < got.size(); ++o) {
+        std::vector<array> loop;
+        for (int b = 0; b < n; ++b) {
+          std::vector<array> args;
+          for (size_t i = 0; i < inputs.size(); ++i) {
+            if (axes[i] < 0) {
+              args.push_back(inputs[i]);
+              continue;
+            }
+            Shape start(inputs[i].ndim(), 0), stop = inputs[i].shape();
+            start[axes[i]] = b;
+            stop[axes[i]] = b + 1;
+            args.push_back(squeeze(slice(inputs[i], start, stop), axes[i]));
+          }
+          loop.push_back(f(args)[o]);
+        }
+        expect_normwise(got[o], stack(loop, 0), 1e-5, name + " output " + std::to_string(o));
+      }
+    };
+    Input x = input({3, 4, 16}, float32, 150), w = input({3, 16}, float32, 151),
+          b = input({16}, float32, 152);
+    VecFn rms = [](const std::vector<array>& a) {
+      return std::vector{fast::rms_norm(a[0], a[1], 1e-5f)};
+    };
+    VecFn ln = [](const std::vector<array>& a) {
+      return std::vector{fast::layer_norm(a[0], std::nullopt, a[1], 1e-5f)};
+    };
+    close_to_loop("rms_norm", rms, {x.a, w.a}, {0, 0});
+    close_to_loop("layer_norm over axis 1", ln, {moveaxis(x.a, 0, 1), b.a}, {1, -1});
+    Input r = input({3, 2, 2, 5, 8}, float32, 153);
+    VecFn rope = [](const std::vector<array>& a) {
+      return std::vector{fast::rope(a[0], 8, false, 100.0f, 1.0f, array({0, 5}, int32))};
+    };
+    close_to_loop("rope", rope, {r.a}, {0});
+    // vmap of the fused gradients.
+    auto grads = [](VecFn f, int n) {
+      return VecFn([f, n](const std::vector<array>& a) {
+        std::vector<array> cot{sin(multiply(f(a)[0], array(3.0f)))};
+        auto g = vjp(f, a, cot).second;
+        return std::vector<array>(g.begin(), g.begin() + n);
+      });
+    };
+    close_to_loop("grad rms_norm", grads(rms, 2), {x.a, w.a}, {0, 0});
+    close_to_loop("grad layer_norm", grads(ln, 2), {moveaxis(x.a, 0, 1), b.a}, {1, -1});
+    close_to_loop("grad rope", grads(rope, 1), {r.a}, {0});
+  }
 }
 
 // ---- errors

@@ -9,11 +9,17 @@
 //     asks use_fallback(inputs) whether a kernel of the stream's backend covers
 //     the case. If none does, it returns fallback(inputs): the plain graph,
 //     which every backend runs and every transform sees through, with no fast
-//     node in it. No backend has a fused kernel yet, so this is every case.
+//     node in it.
 //   - Otherwise the op creates the node. Custom::eval_cpu and eval_gpu run the
 //     fallback on the evaluated inputs (a nested evaluation on the same stream,
 //     Note [Nested evaluation] in core/eval.cpp) and take over its results'
 //     buffers, so a node is correct on every backend before any kernel exists.
+//     RMSNorm, LayerNorm and RoPE have fused kernels on both backends
+//     (backend/cpu/fast.cpp, backend/cuda/fast.cu) for float32, float16 and
+//     bfloat16 inputs of one dtype, rows of any length on the CPU and of up to
+//     gpu_norm_row_fits on the GPU; their vjp is fused too (RMSNormVJP and
+//     LayerNormVJP, whose fallback is the vjp of the forward fallback; the vjp
+//     of rope with respect to x is rope with the angle negated).
 //   - vjp, jvp and vmap of a node are those of its fallback (tessera::vjp, jvp
 //     and vmap applied to it, as for a custom function without rules), so
 //     derivatives are ordinary lazy graphs.
@@ -34,6 +40,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 
 #include "tessera/core/primitive.h"
@@ -58,31 +65,86 @@ class Custom : public Primitive {
   Fallback fallback_;
 };
 
-// Inputs {x, weight?}.
-class RMSNorm : public Custom {
- public:
-  RMSNorm(Stream s, Fallback fallback, float eps) : Custom(s, std::move(fallback)), eps_(eps) {}
-  TESSERA_PRIMITIVE_NAME(RMSNorm)
-  bool is_equivalent(const Primitive& other) const override;
+// Whether the GPU's norm kernels take rows of d elements of `itemsize` bytes:
+// up to 16384 elements when rows are whole 16-byte vectors, else up to 8192
+// (the most a block keeps in registers, backend/cuda/fast.cuh).
+inline bool gpu_norm_row_fits(int64_t d, size_t itemsize) {
+  return d >= 1 && d <= (d % static_cast<int64_t>(16 / itemsize) == 0 ? 16384 : 8192);
+}
 
- private:
+// rms_norm and layer_norm, and their vjp: one class per pass, with the
+// kernels' coverage (inputs of one kernel dtype, rows that fit).
+class NormBase : public Custom {
+ public:
+  NormBase(Stream s, Fallback fallback, float eps) : Custom(s, std::move(fallback)), eps_(eps) {}
+  bool use_fallback(const std::vector<array>& inputs) const override;
+  float eps() const { return eps_; }
+
+ protected:
   float eps_;
 };
 
+// Inputs {x, weight?}.
+class RMSNorm : public NormBase {
+ public:
+  using NormBase::NormBase;
+  TESSERA_PRIMITIVE_NAME(RMSNorm)
+  bool is_equivalent(const Primitive& other) const override;
+  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  TESSERA_EVAL_GPU_MULTI
+  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
+                         const std::vector<int>& argnums,
+                         const std::vector<array>& outputs) override;
+};
+
+// Inputs {x, weight?, cotangent}; outputs {dx, dweight?}.
+class RMSNormVJP : public NormBase {
+ public:
+  using NormBase::NormBase;
+  TESSERA_PRIMITIVE_NAME(RMSNormVJP)
+  bool is_equivalent(const Primitive& other) const override;
+  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  TESSERA_EVAL_GPU_MULTI
+};
+
 // Inputs {x, weight?, bias?}.
-class LayerNorm : public Custom {
+class LayerNorm : public NormBase {
  public:
   LayerNorm(Stream s, Fallback fallback, float eps, bool has_weight, bool has_bias)
-      : Custom(s, std::move(fallback)), eps_(eps), has_weight_(has_weight), has_bias_(has_bias) {}
+      : NormBase(s, std::move(fallback), eps), has_weight_(has_weight), has_bias_(has_bias) {}
   TESSERA_PRIMITIVE_NAME(LayerNorm)
   bool is_equivalent(const Primitive& other) const override;
+  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  TESSERA_EVAL_GPU_MULTI
+  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
+                         const std::vector<int>& argnums,
+                         const std::vector<array>& outputs) override;
+  bool has_weight() const { return has_weight_; }
+  bool has_bias() const { return has_bias_; }
 
  private:
-  float eps_;
+  bool has_weight_, has_bias_;
+};
+
+// Inputs {x, weight?, bias?, cotangent}; outputs {dx, dweight?, dbias?}.
+class LayerNormVJP : public NormBase {
+ public:
+  LayerNormVJP(Stream s, Fallback fallback, float eps, bool has_weight, bool has_bias)
+      : NormBase(s, std::move(fallback), eps), has_weight_(has_weight), has_bias_(has_bias) {}
+  TESSERA_PRIMITIVE_NAME(LayerNormVJP)
+  bool is_equivalent(const Primitive& other) const override;
+  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  TESSERA_EVAL_GPU_MULTI
+  bool has_weight() const { return has_weight_; }
+  bool has_bias() const { return has_bias_; }
+
+ private:
   bool has_weight_, has_bias_;
 };
 
 // Inputs {x, offset (0-d or (B,)), freqs?}; base is unset when freqs is given.
+// The kernels take x of a kernel dtype, offsets of int32, int64 or float32 and
+// float32 freqs.
 class RoPE : public Custom {
  public:
   RoPE(Stream s, Fallback fallback, int dims, bool traditional, std::optional<float> base,
@@ -91,6 +153,16 @@ class RoPE : public Custom {
         scale_(scale) {}
   TESSERA_PRIMITIVE_NAME(RoPE)
   bool is_equivalent(const Primitive& other) const override;
+  bool use_fallback(const std::vector<array>& inputs) const override;
+  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  TESSERA_EVAL_GPU_MULTI
+  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
+                         const std::vector<int>& argnums,
+                         const std::vector<array>& outputs) override;
+  int dims() const { return dims_; }
+  bool traditional() const { return traditional_; }
+  std::optional<float> base() const { return base_; }
+  float scale() const { return scale_; }
 
  private:
   int dims_;
@@ -113,6 +185,12 @@ class ScaledDotProductAttention : public Custom {
   Mask mask_;
   bool has_sinks_;
 };
+
+// The outputs of p's node over inputs (of these shapes and dtypes), or the
+// results of p's fallback where no kernel covers the case or a FallbackScope
+// is open (see Note [Fast primitives]).
+std::vector<array> node_or_fallback(std::shared_ptr<Custom> p, std::vector<Shape> shapes,
+                                    std::vector<Dtype> dtypes, std::vector<array> inputs);
 
 // Within its scope, the fast ops of the calling thread create their
 // primitive whatever use_fallback says (see Note [Fast primitives]).

@@ -1,9 +1,11 @@
-// The fast primitives without a kernel of their own: evaluation and transforms
-// through the fallback (Note [Fast primitives] in ops/primitives/fast.h).
+// The fast primitives' evaluation and transforms through the fallback, the
+// kernels' coverage, and the fused derivatives of the norms and rope
+// (Note [Fast primitives] in ops/primitives/fast.h).
 #include "tessera/ops/primitives/fast.h"
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "tessera/core/eval.h"
 #include "tessera/ops/ops.h"
@@ -63,9 +65,68 @@ std::pair<std::vector<array>, std::vector<int>> Custom::vmap(const std::vector<a
   return {outs, std::vector<int>(outs.size(), 0)};
 }
 
+namespace {
+
+bool kernel_dtype(Dtype t) { return t == float32 || t == float16 || t == bfloat16; }
+
+// The gradients of p's primals picked by argnums, from its fused vjp node
+// over {primals..., cotangent}; the fallback of that node is the vjp of p's
+// fallback. A cotangent of another dtype than x's goes through p's fallback.
+template <typename Vjp, typename... Args>
+std::vector<array> fused_vjp(Custom& p, const std::vector<array>& primals,
+                             const std::vector<array>& cotangents,
+                             const std::vector<int>& argnums, const std::vector<array>& outputs,
+                             Args... args) {
+  if (cotangents[0].dtype() != primals[0].dtype()) {
+    return p.Custom::vjp(primals, cotangents, argnums, outputs);
+  }
+  auto forward = p.fallback();
+  auto fallback = [forward](std::vector<array> in) {
+    array cot = in.back();
+    in.pop_back();
+    return tessera::vjp(forward, in, {cot}).second;
+  };
+  std::vector<Shape> shapes;
+  std::vector<Dtype> dtypes;
+  for (auto& a : primals) {
+    shapes.push_back(a.shape());
+    dtypes.push_back(a.dtype());
+  }
+  std::vector<array> inputs = primals;
+  inputs.push_back(cotangents[0]);
+  auto grads = node_or_fallback(std::make_shared<Vjp>(p.stream(), std::move(fallback), args...),
+                                std::move(shapes), std::move(dtypes), std::move(inputs));
+  std::vector<array> out;
+  for (int i : argnums) out.push_back(grads[i]);
+  return out;
+}
+
+}  // namespace
+
+bool NormBase::use_fallback(const std::vector<array>& inputs) const {
+  const array& x = inputs[0];
+  if (!kernel_dtype(x.dtype()) || x.size() == 0) return true;
+  for (auto& a : inputs) {
+    if (a.dtype() != x.dtype()) return true;
+  }
+  return stream().device.type == Device::gpu && !gpu_norm_row_fits(x.shape(-1), x.itemsize());
+}
+
 bool RMSNorm::is_equivalent(const Primitive& other) const {
   auto* o = dynamic_cast<const RMSNorm*>(&other);
   return o && eps_ == o->eps_;
+}
+
+bool RMSNormVJP::is_equivalent(const Primitive& other) const {
+  auto* o = dynamic_cast<const RMSNormVJP*>(&other);
+  return o && eps_ == o->eps_;
+}
+
+std::vector<array> RMSNorm::vjp(const std::vector<array>& primals,
+                                const std::vector<array>& cotangents,
+                                const std::vector<int>& argnums,
+                                const std::vector<array>& outputs) {
+  return fused_vjp<RMSNormVJP>(*this, primals, cotangents, argnums, outputs, eps_);
 }
 
 bool LayerNorm::is_equivalent(const Primitive& other) const {
@@ -73,10 +134,51 @@ bool LayerNorm::is_equivalent(const Primitive& other) const {
   return o && eps_ == o->eps_ && has_weight_ == o->has_weight_ && has_bias_ == o->has_bias_;
 }
 
+bool LayerNormVJP::is_equivalent(const Primitive& other) const {
+  auto* o = dynamic_cast<const LayerNormVJP*>(&other);
+  return o && eps_ == o->eps_ && has_weight_ == o->has_weight_ && has_bias_ == o->has_bias_;
+}
+
+std::vector<array> LayerNorm::vjp(const std::vector<array>& primals,
+                                  const std::vector<array>& cotangents,
+                                  const std::vector<int>& argnums,
+                                  const std::vector<array>& outputs) {
+  return fused_vjp<LayerNormVJP>(*this, primals, cotangents, argnums, outputs, eps_, has_weight_,
+                                 has_bias_);
+}
+
 bool RoPE::is_equivalent(const Primitive& other) const {
   auto* o = dynamic_cast<const RoPE*>(&other);
   return o && dims_ == o->dims_ && traditional_ == o->traditional_ && base_ == o->base_ &&
          scale_ == o->scale_;
+}
+
+bool RoPE::use_fallback(const std::vector<array>& inputs) const {
+  const array& x = inputs[0];
+  const Dtype off = inputs[1].dtype();
+  return !kernel_dtype(x.dtype()) || x.size() == 0 ||
+         (off != int32 && off != int64 && off != float32) ||
+         (inputs.size() > 2 && inputs[2].dtype() != float32);
+}
+
+// The rotation is orthogonal: x's cotangent is the cotangent rotated back,
+// rope with the angle negated. Offsets and freqs go through the fallback.
+std::vector<array> RoPE::vjp(const std::vector<array>& primals,
+                             const std::vector<array>& cotangents,
+                             const std::vector<int>& argnums, const std::vector<array>& outputs) {
+  std::vector<array> out;
+  for (int i : argnums) {
+    if (i != 0) {
+      out.push_back(Custom::vjp(primals, cotangents, {i}, outputs)[0]);
+      continue;
+    }
+    std::optional<array> freqs;
+    if (primals.size() > 2) freqs = primals[2];
+    array back = fast::rope(cotangents[0], dims_, traditional_, base_, -scale_, primals[1], freqs,
+                            stream());
+    out.push_back(astype(back, primals[0].dtype(), stream()));
+  }
+  return out;
 }
 
 bool ScaledDotProductAttention::is_equivalent(const Primitive& other) const {

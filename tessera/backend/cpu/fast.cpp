@@ -1,0 +1,225 @@
+// eval_cpu of RMSNorm, LayerNorm, their vjp, and RoPE: one pass over each row,
+// rows in parallel (Note [Fast primitives] in ops/primitives/fast.h). Sums are
+// in float64, the rest in float32, rounding where the fallback's graph rounds:
+// the normalised value to the input type before the weight multiplies it,
+// that product before the bias is added.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "tessera/backend/cpu/copy.h"
+#include "tessera/backend/cpu/threading.h"
+#include "tessera/ops/primitives/fast.h"
+
+namespace tessera::fast {
+
+namespace {
+
+// f(std::type_identity<T>{}) for the storage type T of a kernel dtype.
+template <typename F>
+void dispatch_kernel(Dtype t, const char* op, F&& f) {
+  if (t == float32) return f(std::type_identity<float>{});
+  if (t == float16) return f(std::type_identity<float16_t>{});
+  if (t == bfloat16) return f(std::type_identity<bfloat16_t>{});
+  throw std::logic_error(std::string("[") + op + "] no kernel for " + dtype_name(t) + " (bug)");
+}
+
+template <typename T>
+float round_to(float v) {
+  return static_cast<float>(T(v));
+}
+
+// The rows of x (all axes but the last) and their length.
+struct Rows {
+  int64_t rows;
+  int64_t d;
+};
+Rows rows_of(const array& x) {
+  const int64_t d = x.shape(-1);
+  return {static_cast<int64_t>(x.size()) / d, d};
+}
+
+// (mean, 1 / sqrt(variance + eps)) of a row; the mean is 0 for rms_norm.
+template <typename T>
+std::pair<float, float> row_stats(const T* x, int64_t d, bool rms, float eps) {
+  double mean = 0, sq = 0;
+  if (!rms) {
+    for (int64_t i = 0; i < d; ++i) mean += static_cast<float>(x[i]);
+    mean /= static_cast<double>(d);
+  }
+  const float m = static_cast<float>(mean);
+  for (int64_t i = 0; i < d; ++i) {
+    const double c = static_cast<float>(x[i]) - m;
+    sq += c * c;
+  }
+  return {m, 1.0f / std::sqrt(static_cast<float>(sq / static_cast<double>(d)) + eps)};
+}
+
+void norm_forward(const std::vector<array>& inputs, int weight, int bias, bool rms, float eps,
+                  array& out, const char* op) {
+  array x = cpu::ensure_row_contiguous(inputs[0]);
+  std::optional<array> w, b;
+  if (weight >= 0) w = cpu::ensure_row_contiguous(inputs[weight]);
+  if (bias >= 0) b = cpu::ensure_row_contiguous(inputs[bias]);
+  out.set_data(allocator::malloc(out.nbytes()));
+  const auto [rows, d] = rows_of(x);
+  dispatch_kernel(x.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* xs = x.data<T>();
+    const T* ws = w ? w->data<T>() : nullptr;
+    const T* bs = b ? b->data<T>() : nullptr;
+    T* ys = out.data<T>();
+    cpu::parallel_for(rows, std::max<int64_t>(1, 16384 / d), [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const T* xr = xs + r * d;
+        T* yr = ys + r * d;
+        const auto [mean, inv] = row_stats(xr, d, rms, eps);
+        for (int64_t i = 0; i < d; ++i) {
+          float n = round_to<T>((static_cast<float>(xr[i]) - mean) * inv);
+          if (ws) n = round_to<T>(n * static_cast<float>(ws[i]));
+          if (bs) n = n + static_cast<float>(bs[i]);
+          yr[i] = T(n);
+        }
+      }
+    });
+  });
+}
+
+// inputs {x, weight?, bias?, cotangent}, outputs {dx, dweight?, dbias?}.
+void norm_backward(const std::vector<array>& inputs, std::vector<array>& outputs, bool has_weight,
+                   bool has_bias, bool rms, float eps, const char* op) {
+  array x = cpu::ensure_row_contiguous(inputs[0]);
+  array cot = cpu::ensure_row_contiguous(inputs.back());
+  std::optional<array> w;
+  if (has_weight) w = cpu::ensure_row_contiguous(inputs[1]);
+  for (auto& o : outputs) o.set_data(allocator::malloc(o.nbytes()));
+  const auto [rows, d] = rows_of(x);
+  // Rows in chunks of their own partial sums of dweight and dbias, added in
+  // chunk order: the same result for any number of threads.
+  const int64_t chunks =
+      std::max<int64_t>(1, std::min<int64_t>({rows, 64, (int64_t{1} << 22) / d}));
+  const int64_t per_chunk = (rows + chunks - 1) / chunks;
+  const int sums = (has_weight ? 1 : 0) + (has_bias ? 1 : 0);
+  std::vector<double> partial(static_cast<size_t>(chunks * sums * d), 0.0);
+  dispatch_kernel(x.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* xs = x.data<T>();
+    const T* cs = cot.data<T>();
+    const T* ws = w ? w->data<T>() : nullptr;
+    T* dxs = outputs[0].data<T>();
+    cpu::parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        double* pw = has_weight ? partial.data() + c * sums * d : nullptr;
+        double* pb = has_bias ? partial.data() + (c * sums + (has_weight ? 1 : 0)) * d : nullptr;
+        for (int64_t r = c * per_chunk; r < std::min(rows, (c + 1) * per_chunk); ++r) {
+          const T* xr = xs + r * d;
+          const T* cr = cs + r * d;
+          const auto [mean, inv] = row_stats(xr, d, rms, eps);
+          double sg = 0, sgn = 0;
+          for (int64_t i = 0; i < d; ++i) {
+            const float g = static_cast<float>(cr[i]) * (ws ? static_cast<float>(ws[i]) : 1.0f);
+            sg += g;
+            sgn += static_cast<double>(g) * ((static_cast<float>(xr[i]) - mean) * inv);
+          }
+          const float mg = rms ? 0.0f : static_cast<float>(sg / static_cast<double>(d));
+          const float mgn = static_cast<float>(sgn / static_cast<double>(d));
+          T* dxr = dxs + r * d;
+          for (int64_t i = 0; i < d; ++i) {
+            const float g0 = static_cast<float>(cr[i]);
+            const float n = (static_cast<float>(xr[i]) - mean) * inv;
+            const float g = g0 * (ws ? static_cast<float>(ws[i]) : 1.0f);
+            dxr[i] = T(inv * (g - mg - n * mgn));
+            if (pw) pw[i] += static_cast<double>(g0) * round_to<T>(n);
+            if (pb) pb[i] += g0;
+          }
+        }
+      }
+    });
+    for (int which = 0; which < sums; ++which) {
+      T* dst = outputs[1 + which].data<T>();
+      for (int64_t i = 0; i < d; ++i) {
+        double t = 0;
+        for (int64_t c = 0; c < chunks; ++c) t += partial[(c * sums + which) * d + i];
+        dst[i] = T(static_cast<float>(t));
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void RMSNorm::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  if (use_fallback(inputs)) return Custom::eval_cpu(inputs, outputs);
+  norm_forward(inputs, inputs.size() > 1 ? 1 : -1, -1, true, eps_, outputs[0], "RMSNorm");
+}
+
+void LayerNorm::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  if (use_fallback(inputs)) return Custom::eval_cpu(inputs, outputs);
+  norm_forward(inputs, has_weight_ ? 1 : -1, has_bias_ ? (has_weight_ ? 2 : 1) : -1, false, eps_,
+               outputs[0], "LayerNorm");
+}
+
+void RMSNormVJP::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  if (use_fallback(inputs)) return Custom::eval_cpu(inputs, outputs);
+  norm_backward(inputs, outputs, inputs.size() > 2, false, true, eps_, "RMSNormVJP");
+}
+
+void LayerNormVJP::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  if (use_fallback(inputs)) return Custom::eval_cpu(inputs, outputs);
+  norm_backward(inputs, outputs, has_weight_, has_bias_, false, eps_, "LayerNormVJP");
+}
+
+void RoPE::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  if (use_fallback(inputs)) return Custom::eval_cpu(inputs, outputs);
+  array x = cpu::ensure_row_contiguous(inputs[0]);
+  array offset = cpu::ensure_row_contiguous(inputs[1]);
+  array& out = outputs[0];
+  out.set_data(allocator::malloc(out.nbytes()));
+  const int64_t batch = x.shape(0), t_len = x.shape(-2), d = x.shape(-1);
+  const int64_t per_batch = static_cast<int64_t>(x.size()) / batch;
+  const int half = dims_ / 2;
+  std::optional<array> freqs;
+  if (inputs.size() > 2) freqs = cpu::ensure_row_contiguous(inputs[2]);
+  std::vector<float> inv(half);
+  for (int i = 0; i < half; ++i) {
+    inv[i] = freqs ? 1.0f / freqs->data<float>()[i]
+                   : std::pow(*base_, -static_cast<float>(i) / static_cast<float>(half));
+  }
+  std::vector<float> offsets(offset.size());
+  for (size_t b = 0; b < offsets.size(); ++b) {
+    offsets[b] = offset.dtype() == int32   ? static_cast<float>(offset.data<int32_t>()[b])
+                 : offset.dtype() == int64 ? static_cast<float>(offset.data<int64_t>()[b])
+                                           : offset.data<float>()[b];
+  }
+  dispatch_kernel(x.dtype(), "RoPE", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* xs = x.data<T>();
+    T* ys = out.data<T>();
+    cpu::parallel_for(x.size() / d, std::max<int64_t>(1, 16384 / d), [&](int64_t begin,
+                                                                          int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const T* xr = xs + r * d;
+        T* yr = ys + r * d;
+        const int64_t b = r * d / per_batch;
+        const float pos =
+            (static_cast<float>(r % t_len) + offsets[offsets.size() == 1 ? 0 : b]) * scale_;
+        for (int i = 0; i < half; ++i) {
+          const float theta = pos * inv[i];
+          const float c = std::cos(theta), s = std::sin(theta);
+          const int i1 = traditional_ ? 2 * i : i, i2 = traditional_ ? 2 * i + 1 : i + half;
+          const float x1 = static_cast<float>(xr[i1]), x2 = static_cast<float>(xr[i2]);
+          yr[i1] = T(x1 * c - x2 * s);
+          yr[i2] = T(x1 * s + x2 * c);
+        }
+        std::copy(xr + dims_, xr + d, yr + dims_);
+      }
+    });
+  });
+}
+
+}  // namespace tessera::fast

@@ -1,0 +1,157 @@
+// eval_gpu of RMSNorm, LayerNorm, their vjp, and RoPE through the kernels of
+// fast.cuh (Note [Fused norms and rope] there); a case the kernels do not
+// cover runs the fallback (Note [Fast primitives] in ops/primitives/fast.h).
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "tessera/backend/cuda/copy.h"
+#include "tessera/backend/cuda/device.h"
+#include "tessera/backend/cuda/fast.cuh"
+#include "tessera/ops/primitives/fast.h"
+
+namespace tessera::fast {
+
+namespace {
+
+using namespace gpu::fast_kernels;
+
+// f(std::type_identity<T>{}) for the device type T of a kernel dtype.
+template <typename F>
+void dispatch_kernel(Dtype t, const char* op, F&& f) {
+  if (t == float32) return f(std::type_identity<float>{});
+  if (t == float16) return f(std::type_identity<__half>{});
+  if (t == bfloat16) return f(std::type_identity<__nv_bfloat16>{});
+  throw std::logic_error(std::string("[") + op + "] no kernel for " + dtype_name(t) + " (bug)");
+}
+
+// a itself when row-contiguous from a 16-byte aligned address, else a dense copy.
+array dense(const array& a, const Stream& s, const char* op) {
+  if (a.flags().row_contiguous && gpu::aligned(gpu::device_ptr(a, s), 16)) return a;
+  array d(a.shape(), a.dtype(), nullptr, {});
+  gpu::copy_gpu_to_row_contiguous(a, d, s, op);
+  return d;
+}
+
+// The arguments of a norm kernel over dense x (and weight, bias where given).
+struct Norm {
+  array x;
+  std::optional<array> w, b;
+  NormArgs args{};
+  NormLaunch launch;
+};
+
+Norm prepare(const std::vector<array>& inputs, int weight, int bias, bool rms, float eps,
+             const Stream& s, const char* op) {
+  Norm n{dense(inputs[0], s, op), std::optional<array>(), std::optional<array>(), {}, {}};
+  if (weight >= 0) n.w = dense(inputs[weight], s, op);
+  if (bias >= 0) n.b = dense(inputs[bias], s, op);
+  const int d = static_cast<int>(n.x.shape(-1));
+  n.args.x = gpu::device_ptr(n.x, s);
+  n.args.w = n.w ? gpu::device_ptr(*n.w, s) : nullptr;
+  n.args.b = n.b ? gpu::device_ptr(*n.b, s) : nullptr;
+  n.args.rows = static_cast<int64_t>(n.x.size()) / d;
+  n.args.d = d;
+  n.args.eps = eps;
+  n.args.rms = rms;
+  n.launch = norm_launch(d, static_cast<int>(16 / n.x.itemsize()), true);
+  if (n.launch.tpr == 0) {
+    throw std::logic_error(std::string("[") + op + "] no launch for rows of " +
+                           std::to_string(d) + " elements (bug)");
+  }
+  return n;
+}
+
+void forward(const std::vector<array>& inputs, int weight, int bias, bool rms, float eps,
+             array& out, const Stream& s, const char* op) {
+  Norm n = prepare(inputs, weight, bias, rms, eps, s, op);
+  n.args.out = gpu::allocate_output(out, s);
+  dispatch_kernel(n.x.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    TESSERA_CUDA_CHECK(norm_forward<T>(n.args, n.launch, gpu::cuda_stream(s)));
+  });
+}
+
+// inputs {x, weight?, bias?, cotangent}, outputs {dx, dweight?, dbias?}.
+void backward(const std::vector<array>& inputs, std::vector<array>& outputs, bool has_weight,
+              bool has_bias, bool rms, float eps, const Stream& s, const char* op) {
+  Norm n = prepare(inputs, has_weight ? 1 : -1, has_bias ? (has_weight ? 2 : 1) : -1, rms, eps, s,
+                   op);
+  array cot = dense(inputs.back(), s, op);
+  n.args.cot = gpu::device_ptr(cot, s);
+  n.args.out = gpu::allocate_output(outputs[0], s);
+  dispatch_kernel(n.x.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const int blocks =
+        norm_backward_blocks<T>(n.args, n.launch, gpu::properties().multiProcessorCount);
+    const size_t part = static_cast<size_t>(blocks) * n.args.d;
+    const int sums = (has_weight ? 1 : 0) + (has_bias ? 1 : 0);
+    float* scratch = sums ? static_cast<float*>(gpu::scratch(sizeof(float) * sums * part, s))
+                          : nullptr;
+    T* dw = nullptr;
+    T* db = nullptr;
+    if (has_weight) {
+      n.args.part_w = scratch;
+      dw = static_cast<T*>(gpu::allocate_output(outputs[1], s));
+    }
+    if (has_bias) {
+      n.args.part_b = scratch + (has_weight ? part : 0);
+      db = static_cast<T*>(gpu::allocate_output(outputs[has_weight ? 2 : 1], s));
+    }
+    TESSERA_CUDA_CHECK(norm_backward<T>(n.args, n.launch, blocks, dw, db, gpu::cuda_stream(s)));
+  });
+}
+
+}  // namespace
+
+void RMSNorm::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  if (use_fallback(inputs)) return Custom::eval_gpu(inputs, outputs);
+  forward(inputs, inputs.size() > 1 ? 1 : -1, -1, true, eps_, outputs[0], stream(), "RMSNorm");
+}
+
+void LayerNorm::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  if (use_fallback(inputs)) return Custom::eval_gpu(inputs, outputs);
+  forward(inputs, has_weight_ ? 1 : -1, has_bias_ ? (has_weight_ ? 2 : 1) : -1, false, eps_,
+          outputs[0], stream(), "LayerNorm");
+}
+
+void RMSNormVJP::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  if (use_fallback(inputs)) return Custom::eval_gpu(inputs, outputs);
+  backward(inputs, outputs, inputs.size() > 2, false, true, eps_, stream(), "RMSNormVJP");
+}
+
+void LayerNormVJP::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  if (use_fallback(inputs)) return Custom::eval_gpu(inputs, outputs);
+  backward(inputs, outputs, has_weight_, has_bias_, false, eps_, stream(), "LayerNormVJP");
+}
+
+void RoPE::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  if (use_fallback(inputs)) return Custom::eval_gpu(inputs, outputs);
+  const Stream& s = stream();
+  array x = dense(inputs[0], s, "RoPE");
+  array offset = dense(inputs[1], s, "RoPE");
+  std::optional<array> freqs;
+  if (inputs.size() > 2) freqs = dense(inputs[2], s, "RoPE");
+  RopeArgs a{};
+  a.x = gpu::device_ptr(x, s);
+  a.out = gpu::allocate_output(outputs[0], s);
+  a.offset = gpu::device_ptr(offset, s);
+  a.offset_kind = offset.dtype() == int32 ? 0 : offset.dtype() == int64 ? 1 : 2;
+  a.offset_per_batch = offset.ndim() == 1;
+  a.freqs = freqs ? static_cast<const float*>(gpu::device_ptr(*freqs, s)) : nullptr;
+  a.base = base_.value_or(0.0f);
+  a.scale = scale_;
+  a.B = static_cast<int>(x.shape(0));
+  a.T = static_cast<int>(x.shape(-2));
+  a.D = static_cast<int>(x.shape(-1));
+  a.M = static_cast<int>(x.size() / (static_cast<size_t>(a.B) * a.T * a.D));
+  a.dims = dims_;
+  const bool vector_ok = rope_vector_ok(a, static_cast<int>(16 / x.itemsize()), traditional_, true);
+  dispatch_kernel(x.dtype(), "RoPE", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    TESSERA_CUDA_CHECK(rope<T>(a, traditional_, vector_ok, gpu::cuda_stream(s)));
+  });
+}
+
+}  // namespace tessera::fast

@@ -1,0 +1,527 @@
+// The fused kernels of fast::rms_norm, layer_norm and rope on device pointers
+// (Note [Fused norms and rope] below); backend/cuda/fast.cu runs them for the
+// primitives.
+//
+//   NormArgs a{...};
+//   NormLaunch l = norm_launch(a.d, vec_width<__nv_bfloat16>, aligned);
+//   norm_forward<__nv_bfloat16>(a, l, stream);
+//
+// Note [Fused norms and rope]
+// Every kernel reads its input once and writes its output once; arithmetic
+// is in float32 whatever the storage type, and rounds where the fallback's
+// graph rounds: the normalised value is rounded to the input type before the
+// weight multiplies it, and that product before the bias is added.
+//   - Norms: blockDim.x threads (a power of two) share a row and hold it in
+//     registers, N accesses of W elements each (W = 16 bytes of T when the
+//     row length and addresses allow, else 1); blockDim.y rows share a block
+//     when rows are short. Sums go through warp shuffles, and through shared
+//     memory across warps. The backward pass computes dx row by row and keeps
+//     each thread's share of dweight and dbias in registers over the rows its
+//     block visits (a grid that fills the GPU once); each block writes one row
+//     of partial sums, and column_sums adds the blocks' rows up.
+//   - RoPE: x is (B, M, T, D) contiguous, M all middle axes. A thread takes W
+//     rotated pairs of one (b, t), computes their angles once (sincosf in
+//     float32) and applies them to HPT consecutive heads. Columns past dims
+//     are copied. The inverse rotation is the same kernel with scale negated.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "tessera/backend/cuda/types.cuh"
+
+namespace tessera::gpu::fast_kernels {
+
+template <typename T>
+__device__ __forceinline__ T narrow(float v) {
+  if constexpr (std::is_same_v<T, __half>) {
+    return __float2half_rn(v);
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return __float2bfloat16_rn(v);
+  } else {
+    return v;
+  }
+}
+
+// v rounded to T and back.
+template <typename T>
+__device__ __forceinline__ float round_to(float v) {
+  return static_cast<float>(widen(narrow<T>(v)));
+}
+
+template <typename T, int W>
+__device__ __forceinline__ void load(const T* p, float* v) {
+  Vec<T, W> q = *reinterpret_cast<const Vec<T, W>*>(p);
+#pragma unroll
+  for (int j = 0; j < W; ++j) v[j] = widen(q.v[j]);
+}
+
+template <typename T, int W>
+__device__ __forceinline__ void store(T* p, const float* v) {
+  Vec<T, W> q;
+#pragma unroll
+  for (int j = 0; j < W; ++j) q.v[j] = narrow<T>(v[j]);
+  *reinterpret_cast<Vec<T, W>*>(p) = q;
+}
+
+// ---- rms_norm and layer_norm
+
+struct NormArgs {
+  const void* x;
+  const void* w;    // null without weight
+  const void* b;    // null without bias (layer_norm)
+  const void* cot;  // backward: the cotangent of the output
+  void* out;        // forward: y; backward: dx
+  float* part_w;    // backward with w: gridDim.x rows of d partial sums of dweight
+  float* part_b;    // ... with b: of dbias
+  int64_t rows;
+  int d;
+  float eps;
+  bool rms;
+};
+
+// Sums K values over the blockDim.x threads of a row (a power of two; rows
+// of more than 32 threads add their warps' sums through shared memory).
+// Every thread of the row gets the same sums.
+template <int K>
+__device__ __forceinline__ void row_sums(float (&v)[K]) {
+  __shared__ float warps[32 * K];
+  const int tpr = blockDim.x;
+#pragma unroll
+  for (int o = (tpr < 32 ? tpr : 32) / 2; o > 0; o >>= 1) {
+#pragma unroll
+    for (int k = 0; k < K; ++k) v[k] += __shfl_xor_sync(0xffffffffu, v[k], o);
+  }
+  if (tpr > 32) {
+    const int first = threadIdx.y * tpr / 32, warp = first + threadIdx.x / 32;
+    __syncthreads();  // the previous sums are read
+    if (threadIdx.x % 32 == 0) {
+#pragma unroll
+      for (int k = 0; k < K; ++k) warps[warp * K + k] = v[k];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      float t = 0;
+      for (int i = first; i < first + tpr / 32; ++i) t += warps[i * K + k];
+      v[k] = t;
+    }
+  }
+}
+
+// Threads that hold 16 floats of a row or more run in blocks of at most 512.
+constexpr int max_threads(int floats) { return floats >= 16 ? 512 : 1024; }
+
+template <typename T, int W, int N>
+__global__ void __launch_bounds__(max_threads(N* W))
+    norm_forward_kernel(NormArgs a) {
+  const int tx = threadIdx.x, tpr = blockDim.x, d = a.d;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
+  const bool live = row < a.rows;
+  const T* x = static_cast<const T*>(a.x) + row * d;
+  float v[N * W];
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    const int col = (k * tpr + tx) * W;
+    if (live && col < d) {
+      load<T, W>(x + col, v + k * W);
+    } else {
+#pragma unroll
+      for (int j = 0; j < W; ++j) v[k * W + j] = 0.f;
+    }
+  }
+  float mean = 0.f;
+  if (!a.rms) {
+    float s[1] = {0.f};
+#pragma unroll
+    for (int i = 0; i < N * W; ++i) s[0] += v[i];
+    row_sums(s);
+    mean = s[0] / d;
+  }
+  float q[1] = {0.f};
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    if ((k * tpr + tx) * W >= d) continue;
+#pragma unroll
+    for (int j = 0; j < W; ++j) q[0] += (v[k * W + j] - mean) * (v[k * W + j] - mean);
+  }
+  row_sums(q);
+  const float inv = rsqrtf(q[0] / d + a.eps);
+  if (!live) return;
+  T* y = static_cast<T*>(a.out) + row * d;
+  const T* w = static_cast<const T*>(a.w);
+  const T* b = static_cast<const T*>(a.b);
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    const int col = (k * tpr + tx) * W;
+    if (col >= d) continue;
+    float o[W], ws[W], bs[W];
+    if (w) load<T, W>(w + col, ws);
+    if (b) load<T, W>(b + col, bs);
+#pragma unroll
+    for (int j = 0; j < W; ++j) {
+      float n = round_to<T>((v[k * W + j] - mean) * inv);
+      if (w) n = round_to<T>(n * ws[j]);
+      if (b) n = n + bs[j];
+      o[j] = n;
+    }
+    store<T, W>(y + col, o);
+  }
+}
+
+// Rows blockIdx.x * blockDim.y + threadIdx.y, then every gridDim.x * blockDim.y.
+template <typename T, int W, int N>
+__global__ void __launch_bounds__(max_threads(N* W))
+    norm_backward_kernel(NormArgs a) {
+  // Sums of dweight then dbias (those wanted), each (blockDim.y, blockDim.x * N * W).
+  extern __shared__ float acc[];
+  const int tx = threadIdx.x, tpr = blockDim.x, d = a.d, width = tpr * N * W;
+  const int threads = tpr * blockDim.y, tid = threadIdx.y * tpr + tx;
+  const int sums = (a.w ? 1 : 0) + (a.b ? 1 : 0);
+  float* acc_w = acc + threadIdx.y * width;
+  float* acc_b = acc + ((a.w ? blockDim.y : 0) + threadIdx.y) * width;
+  for (int i = tid; i < sums * blockDim.y * width; i += threads) acc[i] = 0.f;
+  __syncthreads();
+  const T* w = static_cast<const T*>(a.w);
+  for (int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.y; first < a.rows;
+       first += static_cast<int64_t>(gridDim.x) * blockDim.y) {
+    const int64_t row = first + threadIdx.y;
+    const bool live = row < a.rows;
+    const T* x = static_cast<const T*>(a.x) + row * d;
+    const T* c = static_cast<const T*>(a.cot) + row * d;
+    float v[N * W], g0[N * W], ws[N * W];
+#pragma unroll
+    for (int k = 0; k < N; ++k) {
+      const int col = (k * tpr + tx) * W;
+#pragma unroll
+      for (int j = 0; j < W; ++j) v[k * W + j] = g0[k * W + j] = 0.f, ws[k * W + j] = 1.f;
+      if (live && col < d) {
+        load<T, W>(x + col, v + k * W);
+        load<T, W>(c + col, g0 + k * W);
+        if (w) load<T, W>(w + col, ws + k * W);
+      }
+    }
+    float mean = 0.f, inv, mg = 0.f, mgn;
+    if (a.rms) {
+      float s[2] = {0.f, 0.f};
+#pragma unroll
+      for (int i = 0; i < N * W; ++i) {
+        s[0] += v[i] * v[i];
+        s[1] += g0[i] * ws[i] * v[i];
+      }
+      row_sums(s);
+      inv = rsqrtf(s[0] / d + a.eps);
+      mgn = s[1] * inv / d;
+    } else {
+      float s[1] = {0.f};
+#pragma unroll
+      for (int i = 0; i < N * W; ++i) s[0] += v[i];
+      row_sums(s);
+      mean = s[0] / d;
+      float t[3] = {0.f, 0.f, 0.f};
+#pragma unroll
+      for (int k = 0; k < N; ++k) {
+        if ((k * tpr + tx) * W >= d) continue;
+#pragma unroll
+        for (int j = 0; j < W; ++j) {
+          const int i = k * W + j;
+          const float cv = v[i] - mean, g = g0[i] * ws[i];
+          t[0] += cv * cv;
+          t[1] += g;
+          t[2] += g * cv;
+        }
+      }
+      row_sums(t);
+      inv = rsqrtf(t[0] / d + a.eps);
+      mg = t[1] / d;
+      mgn = t[2] * inv / d;
+    }
+    if (!live) continue;
+    T* dx = static_cast<T*>(a.out) + row * d;
+#pragma unroll
+    for (int k = 0; k < N; ++k) {
+      const int col = (k * tpr + tx) * W;
+      if (col >= d) continue;
+      float o[W];
+#pragma unroll
+      for (int j = 0; j < W; ++j) {
+        const int i = k * W + j;
+        const float n = (v[i] - mean) * inv;
+        o[j] = inv * (g0[i] * ws[i] - mg - n * mgn);
+        if (a.w) acc_w[col + j] += g0[i] * round_to<T>(n);
+        if (a.b) acc_b[col + j] += g0[i];
+      }
+      store<T, W>(dx + col, o);
+    }
+  }
+  __syncthreads();
+  for (int col = tid; col < d; col += threads) {
+    for (int which = 0; which < sums; ++which) {
+      const float* from = acc + which * blockDim.y * width + col;
+      float t = 0.f;
+      for (int r = 0; r < blockDim.y; ++r) t += from[r * width];
+      float* part = which == 0 && a.w ? a.part_w : a.part_b;
+      part[static_cast<int64_t>(blockIdx.x) * d + col] = t;
+    }
+  }
+}
+
+// out[c] = sum over the rows p < parts of part[p * d + c], in a block of 32 x 32.
+template <typename T>
+__global__ void column_sums_kernel(const float* part, int parts, int d, T* out) {
+  __shared__ float s[32][33];
+  const int col = blockIdx.x * 32 + threadIdx.x;
+  float acc = 0.f;
+  if (col < d) {
+    for (int p = threadIdx.y; p < parts; p += 32) acc += part[static_cast<int64_t>(p) * d + col];
+  }
+  s[threadIdx.y][threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.y == 0 && col < d) {
+    float t = 0.f;
+    for (int r = 0; r < 32; ++r) t += s[r][threadIdx.x];
+    out[col] = narrow<T>(t);
+  }
+}
+
+// How a row of d elements is spread over threads: W elements per access, N
+// accesses per thread, tpr threads per row (a power of two), rpb rows per block.
+struct NormLaunch {
+  int w = 0, n = 0, tpr = 0, rpb = 0;
+};
+
+inline bool n_ok(const NormLaunch& l) { return l.n * l.w <= 32 && l.tpr <= max_threads(l.n * l.w); }
+
+// The spread for rows of d elements; vec: elements per 16 bytes, usable when
+// d is a multiple and the addresses are 16-byte aligned. A thread holds at
+// most 32 floats of a row (fewer than 16 in blocks of 1024). Rows that
+// fast::gpu_norm_row_fits admits always get one; others get tpr 0.
+inline NormLaunch norm_launch(int d, int vec, bool vector_ok) {
+  NormLaunch l;
+  l.w = vector_ok && d % vec == 0 ? vec : 1;
+  const int accesses = (d + l.w - 1) / l.w;
+  auto spread = [&](int n) {
+    l.n = n;
+    l.tpr = 1;
+    while (l.tpr * n < accesses) l.tpr *= 2;
+  };
+  const int ns[4] = {1, l.w == 1 ? 4 : 2, l.w == 1 ? 16 : 4, l.w == 1 ? 16 : 32 / l.w};
+  bool found = false;
+  for (int n : ns) {
+    spread(n);
+    if (l.tpr <= 256 && n * l.w <= 32) {
+      found = true;
+      break;
+    }
+  }
+  for (int i = 0; !found && i < 4; ++i) {
+    spread(ns[i]);
+    found = n_ok(l);
+  }
+  if (!found) return NormLaunch{};
+  l.rpb = l.tpr >= 256 ? 1 : 256 / l.tpr;
+  return l;
+}
+
+template <typename T, template <typename, int, int> class K, typename F>
+void with_kernel(const NormLaunch& l, F&& f) {
+  constexpr int V = vec_width<T>;
+  if (l.w == 1) {
+    if (l.n == 1) return f(K<T, 1, 1>{});
+    if (l.n == 4) return f(K<T, 1, 4>{});
+    return f(K<T, 1, 16>{});
+  }
+  if (l.n == 1) return f(K<T, V, 1>{});
+  if (l.n == 2) return f(K<T, V, 2>{});
+  if constexpr (V == 4) {
+    if (l.n == 8) return f(K<T, V, 8>{});
+  }
+  return f(K<T, V, 4>{});
+}
+
+template <typename T, int W, int N>
+struct ForwardKernel {
+  static constexpr auto fn = norm_forward_kernel<T, W, N>;
+};
+template <typename T, int W, int N>
+struct BackwardKernel {
+  static constexpr auto fn = norm_backward_kernel<T, W, N>;
+};
+
+// Blocks of a pass: the GPU filled once (sms multiprocessors), at most one
+// per group of rows.
+template <typename T, template <typename, int, int> class K>
+int norm_blocks(const NormArgs& a, const NormLaunch& l, size_t smem, int sms) {
+  int per_sm = 1;
+  with_kernel<T, K>(l, [&](auto k) {
+    if (smem > 48 * 1024) {
+      cudaFuncSetAttribute(decltype(k)::fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(smem));
+    }
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decltype(k)::fn, l.tpr * l.rpb, smem);
+  });
+  const int64_t groups = (a.rows + l.rpb - 1) / l.rpb;
+  return static_cast<int>(
+      std::max<int64_t>(1, std::min<int64_t>(groups, int64_t{std::max(per_sm, 1)} * sms)));
+}
+
+// One block per group of rpb rows.
+template <typename T>
+cudaError_t norm_forward(const NormArgs& a, const NormLaunch& l, cudaStream_t s) {
+  dim3 block(l.tpr, l.rpb);
+  const unsigned blocks = static_cast<unsigned>((a.rows + l.rpb - 1) / l.rpb);
+  with_kernel<T, ForwardKernel>(l, [&](auto k) { decltype(k)::fn<<<blocks, block, 0, s>>>(a); });
+  return cudaGetLastError();
+}
+
+// Shared memory of the backward pass: the dweight and dbias sums wanted.
+inline size_t norm_backward_smem(const NormArgs& a, const NormLaunch& l) {
+  const int sums = (a.w ? 1 : 0) + (a.b ? 1 : 0);
+  return sizeof(float) * sums * l.rpb * l.tpr * l.n * l.w;
+}
+
+// Blocks of the backward pass (the rows of partial sums it writes).
+template <typename T>
+int norm_backward_blocks(const NormArgs& a, const NormLaunch& l, int sms) {
+  return norm_blocks<T, BackwardKernel>(a, l, norm_backward_smem(a, l), sms);
+}
+
+// a.part_w / a.part_b hold blocks * d floats each (where wanted); dw / db
+// receive the column sums.
+template <typename T>
+cudaError_t norm_backward(const NormArgs& a, const NormLaunch& l, int blocks, T* dw, T* db,
+                          cudaStream_t s) {
+  dim3 block(l.tpr, l.rpb);
+  const size_t smem = norm_backward_smem(a, l);
+  with_kernel<T, BackwardKernel>(l, [&](auto k) {
+    if (smem > 48 * 1024) {
+      cudaFuncSetAttribute(decltype(k)::fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(smem));
+    }
+    decltype(k)::fn<<<blocks, block, smem, s>>>(a);
+  });
+  const unsigned cols = static_cast<unsigned>((a.d + 31) / 32);
+  if (dw) column_sums_kernel<T><<<cols, dim3(32, 32), 0, s>>>(a.part_w, blocks, a.d, dw);
+  if (db) column_sums_kernel<T><<<cols, dim3(32, 32), 0, s>>>(a.part_b, blocks, a.d, db);
+  return cudaGetLastError();
+}
+
+// ---- rope
+
+struct RopeArgs {
+  const void* x;
+  void* out;
+  const void* offset;  // one value, or one per batch element
+  int offset_kind;     // 0 int32, 1 int64, 2 float32
+  bool offset_per_batch;
+  const float* freqs;  // null: base ** (-i / half)
+  float base;
+  float scale;
+  int B, M, T, D, dims;
+};
+
+constexpr int kHeadsPerThread = 4;
+
+__device__ __forceinline__ float rope_offset(const RopeArgs& a, int b) {
+  const int i = a.offset_per_batch ? b : 0;
+  if (a.offset_kind == 0) return static_cast<float>(static_cast<const int32_t*>(a.offset)[i]);
+  if (a.offset_kind == 1) return static_cast<float>(static_cast<const int64_t*>(a.offset)[i]);
+  return static_cast<const float*>(a.offset)[i];
+}
+
+template <typename T, int W, bool TRAD>
+__global__ void rope_kernel(RopeArgs a) {
+  const int half = a.dims / 2, rot = half / W, chunks = rot + (a.D - a.dims) / W;
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= static_cast<int64_t>(a.B) * a.T * chunks) return;
+  const int c = static_cast<int>(idx % chunks);
+  const int64_t bt = idx / chunks;
+  const int t = static_cast<int>(bt % a.T), b = static_cast<int>(bt / a.T);
+  const T* __restrict__ x = static_cast<const T*>(a.x);
+  T* __restrict__ y = static_cast<T*>(a.out);
+  const int64_t row_stride = static_cast<int64_t>(a.T) * a.D;
+  const int64_t first = (static_cast<int64_t>(b) * a.M * a.T + t) * a.D;
+  if (c >= rot) {
+    const int col = a.dims + (c - rot) * W;
+    for (int m0 = blockIdx.y * kHeadsPerThread; m0 < a.M; m0 += gridDim.y * kHeadsPerThread) {
+#pragma unroll
+      for (int k = 0; k < kHeadsPerThread; ++k) {
+        if (m0 + k >= a.M) break;
+        const int64_t at = first + (m0 + k) * row_stride + col;
+        *reinterpret_cast<Vec<T, W>*>(y + at) = *reinterpret_cast<const Vec<T, W>*>(x + at);
+      }
+    }
+    return;
+  }
+  const int i0 = c * W, o1 = TRAD ? 2 * i0 : i0, o2 = TRAD ? 2 * i0 + W : i0 + half;
+  const float pos = (static_cast<float>(t) + rope_offset(a, b)) * a.scale;
+  float cs[W], sn[W];
+#pragma unroll
+  for (int j = 0; j < W; ++j) {
+    const int i = i0 + j;
+    const float inv = a.freqs ? 1.f / a.freqs[i]
+                              : powf(a.base, -static_cast<float>(i) / static_cast<float>(half));
+    sincosf(pos * inv, &sn[j], &cs[j]);
+  }
+  for (int m0 = blockIdx.y * kHeadsPerThread; m0 < a.M; m0 += gridDim.y * kHeadsPerThread) {
+#pragma unroll
+    for (int k = 0; k < kHeadsPerThread; ++k) {
+      if (m0 + k >= a.M) break;
+      const int64_t at = first + (m0 + k) * row_stride;
+      float p[W], q[W];
+      load<T, W>(x + at + o1, p);
+      load<T, W>(x + at + o2, q);
+      if constexpr (TRAD && W > 1) {
+        // Pairs (2i, 2i + 1): the first W / 2 in p, the rest in q.
+#pragma unroll
+        for (int j = 0; j < W; ++j) {
+          float* e = j < W / 2 ? p + 2 * j : q + 2 * (j - W / 2);
+          const float x1 = e[0], x2 = e[1];
+          e[0] = x1 * cs[j] - x2 * sn[j];
+          e[1] = x1 * sn[j] + x2 * cs[j];
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < W; ++j) {
+          const float x1 = p[j], x2 = q[j];
+          p[j] = x1 * cs[j] - x2 * sn[j];
+          q[j] = x1 * sn[j] + x2 * cs[j];
+        }
+      }
+      store<T, W>(y + at + o1, p);
+      store<T, W>(y + at + o2, q);
+    }
+  }
+}
+
+// Whether rows allow accesses of `vec` elements: the rotated halves (or pairs)
+// and the copied columns in whole vectors, and aligned addresses.
+inline bool rope_vector_ok(const RopeArgs& a, int vec, bool traditional, bool aligned_ptrs) {
+  const int unit = traditional ? 2 * vec : vec;
+  return aligned_ptrs && a.D % vec == 0 && (traditional ? a.dims % unit == 0 : (a.dims / 2) % vec == 0);
+}
+
+template <typename T>
+cudaError_t rope(const RopeArgs& a, bool traditional, bool vector_ok, cudaStream_t s) {
+  constexpr int V = vec_width<T>;
+  const int w = vector_ok ? V : 1;
+  const int chunks = a.dims / 2 / w + (a.D - a.dims) / w;
+  const int64_t threads = static_cast<int64_t>(a.B) * a.T * chunks;
+  const int block = 256;
+  dim3 grid(static_cast<unsigned>((threads + block - 1) / block),
+            static_cast<unsigned>(std::min(65535, (a.M + kHeadsPerThread - 1) / kHeadsPerThread)));
+  if (traditional) {
+    if (vector_ok) rope_kernel<T, V, true><<<grid, block, 0, s>>>(a);
+    else rope_kernel<T, 1, true><<<grid, block, 0, s>>>(a);
+  } else {
+    if (vector_ok) rope_kernel<T, V, false><<<grid, block, 0, s>>>(a);
+    else rope_kernel<T, 1, false><<<grid, block, 0, s>>>(a);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace tessera::gpu::fast_kernels
