@@ -91,8 +91,8 @@ array rms_norm(const array& x, const std::optional<array>& weight, float eps, St
   std::vector<array> inputs{x};
   if (weight) inputs.push_back(*weight);
   Dtype out = weight ? promote_types(x.dtype(), weight->dtype()) : x.dtype();
-  return finish(std::make_shared<RMSNorm>(st, std::move(fallback), eps), x.shape(), out,
-                std::move(inputs));
+  auto p = std::make_shared<RMSNorm>(st, std::move(fallback), eps, weight.has_value(), false);
+  return finish(std::move(p), x.shape(), out, std::move(inputs));
 }
 
 array layer_norm(const array& x, const std::optional<array>& weight,

@@ -155,7 +155,7 @@ void norm_backward(const std::vector<array>& inputs, std::vector<array>& outputs
 
 void RMSNorm::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
   if (use_fallback(inputs)) return Custom::eval_cpu(inputs, outputs);
-  norm_forward(inputs, inputs.size() > 1 ? 1 : -1, -1, true, eps_, outputs[0], "RMSNorm");
+  norm_forward(inputs, has_weight_ ? 1 : -1, -1, true, eps_, outputs[0], "RMSNorm");
 }
 
 void LayerNorm::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
@@ -166,7 +166,7 @@ void LayerNorm::eval_cpu(const std::vector<array>& inputs, std::vector<array>& o
 
 void RMSNormVJP::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
   if (use_fallback(inputs)) return Custom::eval_cpu(inputs, outputs);
-  norm_backward(inputs, outputs, inputs.size() > 2, false, true, eps_, "RMSNormVJP");
+  norm_backward(inputs, outputs, has_weight_, false, true, eps_, "RMSNormVJP");
 }
 
 void LayerNormVJP::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {

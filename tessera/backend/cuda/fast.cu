@@ -107,7 +107,7 @@ void backward(const std::vector<array>& inputs, std::vector<array>& outputs, boo
 
 void RMSNorm::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
   if (use_fallback(inputs)) return Custom::eval_gpu(inputs, outputs);
-  forward(inputs, inputs.size() > 1 ? 1 : -1, -1, true, eps_, outputs[0], stream(), "RMSNorm");
+  forward(inputs, has_weight_ ? 1 : -1, -1, true, eps_, outputs[0], stream(), "RMSNorm");
 }
 
 void LayerNorm::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
@@ -118,7 +118,7 @@ void LayerNorm::eval_gpu(const std::vector<array>& inputs, std::vector<array>& o
 
 void RMSNormVJP::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
   if (use_fallback(inputs)) return Custom::eval_gpu(inputs, outputs);
-  backward(inputs, outputs, inputs.size() > 2, false, true, eps_, stream(), "RMSNormVJP");
+  backward(inputs, outputs, has_weight_, false, true, eps_, stream(), "RMSNormVJP");
 }
 
 void LayerNormVJP::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) {

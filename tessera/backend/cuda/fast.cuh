@@ -502,7 +502,8 @@ __global__ void rope_kernel(RopeArgs a) {
 // and the copied columns in whole vectors, and aligned addresses.
 inline bool rope_vector_ok(const RopeArgs& a, int vec, bool traditional, bool aligned_ptrs) {
   const int unit = traditional ? 2 * vec : vec;
-  return aligned_ptrs && a.D % vec == 0 && (traditional ? a.dims % unit == 0 : (a.dims / 2) % vec == 0);
+  return aligned_ptrs && a.D % vec == 0 &&
+         (traditional ? a.dims % unit == 0 : (a.dims / 2) % vec == 0);
 }
 
 template <typename T>

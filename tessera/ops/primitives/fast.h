@@ -76,20 +76,22 @@ inline bool gpu_norm_row_fits(int64_t d, size_t itemsize) {
 // kernels' coverage (inputs of one kernel dtype, rows that fit).
 class NormBase : public Custom {
  public:
-  NormBase(Stream s, Fallback fallback, float eps) : Custom(s, std::move(fallback)), eps_(eps) {}
+  NormBase(Stream s, Fallback fallback, float eps, bool has_weight, bool has_bias)
+      : Custom(s, std::move(fallback)), eps_(eps), has_weight_(has_weight), has_bias_(has_bias) {}
   bool use_fallback(const std::vector<array>& inputs) const override;
-  float eps() const { return eps_; }
+  // Same class, eps, weight and bias.
+  bool is_equivalent(const Primitive& other) const override;
 
  protected:
   float eps_;
+  bool has_weight_, has_bias_;
 };
 
-// Inputs {x, weight?}.
+// Inputs {x, weight?}; has_bias is false.
 class RMSNorm : public NormBase {
  public:
   using NormBase::NormBase;
   TESSERA_PRIMITIVE_NAME(RMSNorm)
-  bool is_equivalent(const Primitive& other) const override;
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
   TESSERA_EVAL_GPU_MULTI
   std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
@@ -102,7 +104,6 @@ class RMSNormVJP : public NormBase {
  public:
   using NormBase::NormBase;
   TESSERA_PRIMITIVE_NAME(RMSNormVJP)
-  bool is_equivalent(const Primitive& other) const override;
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
   TESSERA_EVAL_GPU_MULTI
 };
@@ -110,36 +111,22 @@ class RMSNormVJP : public NormBase {
 // Inputs {x, weight?, bias?}.
 class LayerNorm : public NormBase {
  public:
-  LayerNorm(Stream s, Fallback fallback, float eps, bool has_weight, bool has_bias)
-      : NormBase(s, std::move(fallback), eps), has_weight_(has_weight), has_bias_(has_bias) {}
+  using NormBase::NormBase;
   TESSERA_PRIMITIVE_NAME(LayerNorm)
-  bool is_equivalent(const Primitive& other) const override;
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
   TESSERA_EVAL_GPU_MULTI
   std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
                          const std::vector<int>& argnums,
                          const std::vector<array>& outputs) override;
-  bool has_weight() const { return has_weight_; }
-  bool has_bias() const { return has_bias_; }
-
- private:
-  bool has_weight_, has_bias_;
 };
 
 // Inputs {x, weight?, bias?, cotangent}; outputs {dx, dweight?, dbias?}.
 class LayerNormVJP : public NormBase {
  public:
-  LayerNormVJP(Stream s, Fallback fallback, float eps, bool has_weight, bool has_bias)
-      : NormBase(s, std::move(fallback), eps), has_weight_(has_weight), has_bias_(has_bias) {}
+  using NormBase::NormBase;
   TESSERA_PRIMITIVE_NAME(LayerNormVJP)
-  bool is_equivalent(const Primitive& other) const override;
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
   TESSERA_EVAL_GPU_MULTI
-  bool has_weight() const { return has_weight_; }
-  bool has_bias() const { return has_bias_; }
-
- private:
-  bool has_weight_, has_bias_;
 };
 
 // Inputs {x, offset (0-d or (B,)), freqs?}; base is unset when freqs is given.
@@ -159,10 +146,6 @@ class RoPE : public Custom {
   std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
                          const std::vector<int>& argnums,
                          const std::vector<array>& outputs) override;
-  int dims() const { return dims_; }
-  bool traditional() const { return traditional_; }
-  std::optional<float> base() const { return base_; }
-  float scale() const { return scale_; }
 
  private:
   int dims_;

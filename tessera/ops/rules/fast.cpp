@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <typeinfo>
 #include <utility>
 
 #include "tessera/core/eval.h"
@@ -112,31 +113,18 @@ bool NormBase::use_fallback(const std::vector<array>& inputs) const {
   return stream().device.type == Device::gpu && !gpu_norm_row_fits(x.shape(-1), x.itemsize());
 }
 
-bool RMSNorm::is_equivalent(const Primitive& other) const {
-  auto* o = dynamic_cast<const RMSNorm*>(&other);
-  return o && eps_ == o->eps_;
-}
-
-bool RMSNormVJP::is_equivalent(const Primitive& other) const {
-  auto* o = dynamic_cast<const RMSNormVJP*>(&other);
-  return o && eps_ == o->eps_;
+bool NormBase::is_equivalent(const Primitive& other) const {
+  auto* o = dynamic_cast<const NormBase*>(&other);
+  return o && typeid(*this) == typeid(other) && eps_ == o->eps_ &&
+         has_weight_ == o->has_weight_ && has_bias_ == o->has_bias_;
 }
 
 std::vector<array> RMSNorm::vjp(const std::vector<array>& primals,
                                 const std::vector<array>& cotangents,
                                 const std::vector<int>& argnums,
                                 const std::vector<array>& outputs) {
-  return fused_vjp<RMSNormVJP>(*this, primals, cotangents, argnums, outputs, eps_);
-}
-
-bool LayerNorm::is_equivalent(const Primitive& other) const {
-  auto* o = dynamic_cast<const LayerNorm*>(&other);
-  return o && eps_ == o->eps_ && has_weight_ == o->has_weight_ && has_bias_ == o->has_bias_;
-}
-
-bool LayerNormVJP::is_equivalent(const Primitive& other) const {
-  auto* o = dynamic_cast<const LayerNormVJP*>(&other);
-  return o && eps_ == o->eps_ && has_weight_ == o->has_weight_ && has_bias_ == o->has_bias_;
+  return fused_vjp<RMSNormVJP>(*this, primals, cotangents, argnums, outputs, eps_, has_weight_,
+                               has_bias_);
 }
 
 std::vector<array> LayerNorm::vjp(const std::vector<array>& primals,
