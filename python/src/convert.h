@@ -160,6 +160,7 @@ void init_linalg(nb::module_& m);
 void init_random(nb::module_& m);
 void init_fft(nb::module_& m);
 void init_fast(nb::module_& m);
+void init_distributed(nb::module_& m);
 void init_convolution(nb::module_& m);
 void init_quantized(nb::module_& m);
 void init_transforms(nb::module_& m);

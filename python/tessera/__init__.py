@@ -12,7 +12,7 @@ from . import core
 from . import _transforms
 
 # The native submodules importable by name too (import tessera.core.linalg).
-for _name in ("cuda", "fast", "fft", "linalg", "random"):
+for _name in ("cuda", "distributed", "fast", "fft", "linalg", "metal", "random"):
     sys.modules[f"{__name__}.core.{_name}"] = getattr(core, _name)
 
 _transforms.install(core)
