@@ -4,8 +4,9 @@ made here: a tiny random Llama and a tiny Qwen3 mixture-of-experts, their
 weights as safetensors in Hugging Face's layout, and a byte-level BPE
 tokenizer trained offline on a few sentences (the `tokenizers` package).
 
-`generate` produces tokens, `convert -q` writes a 4-bit model that generates,
-and `lora` trains adapters whose reported training loss goes down."""
+`generate` produces the tokens of greedy decoding with a forward pass written
+here in NumPy (float64), `convert -q` writes a 4-bit model that generates, and
+`lora` trains adapters whose reported training loss goes down."""
 
 import json
 import os
@@ -53,13 +54,14 @@ def write_tokenizer(folder):
 
 
 def write_model(folder, config, shapes, seed):
-    """config.json and model.safetensors with N(0, 0.05) weights (norms at 1)."""
+    """config.json and model.safetensors with N(0, 0.2) weights (norms at 1):
+    large enough that greedy decoding does not repeat one token."""
     from safetensors.numpy import save_file
 
     rng = np.random.default_rng(seed)
     weights = {}
     for name, shape in shapes.items():
-        w = np.ones(shape) if "norm" in name else rng.normal(0, 0.05, shape)
+        w = np.ones(shape) if "norm" in name else rng.normal(0, 0.2, shape)
         weights[name] = w.astype(np.float32)
     save_file(weights, str(folder / "model.safetensors"), metadata={"format": "pt"})
     (folder / "config.json").write_text(json.dumps(config))
@@ -125,6 +127,84 @@ def qwen3_moe(tmp_path_factory):
     return folder
 
 
+def reference_greedy(folder, prompt_ids, n):
+    """Greedy decoding of n tokens with the model of `folder` in NumPy: Llama,
+    or Qwen3-MoE (per-head q/k norms, a softmax router over top-k experts)."""
+    from safetensors.numpy import load_file
+
+    cfg = json.loads((folder / "config.json").read_text())
+    w = {k: v.astype(np.float64) for k, v in load_file(str(folder / "model.safetensors")).items()}
+    heads, kv_heads = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    hd = cfg.get("head_dim", cfg["hidden_size"] // heads)
+
+    def rms(x, weight):
+        return x / np.sqrt((x * x).mean(-1, keepdims=True) + cfg["rms_norm_eps"]) * weight
+
+    def rope(x):  # (heads, T, hd), rotating (x[i], x[i + hd/2])
+        half = hd // 2
+        angle = np.arange(x.shape[1])[:, None] * cfg["rope_theta"] ** (-np.arange(half) / half)
+        c, s = np.cos(angle), np.sin(angle)
+        return np.concatenate([x[..., :half] * c - x[..., half:] * s,
+                               x[..., :half] * s + x[..., half:] * c], -1)
+
+    def swiglu(h, gate, up, down):
+        g = h @ gate.T
+        return (g / (1 + np.exp(-g)) * (h @ up.T)) @ down.T
+
+    def forward(ids):
+        x, t = w["model.embed_tokens.weight"][ids], len(ids)
+        for layer in range(cfg["num_hidden_layers"]):
+            p = f"model.layers.{layer}."
+            h = rms(x, w[p + "input_layernorm.weight"])
+            q, k, v = ((h @ w[f"{p}self_attn.{n}_proj.weight"].T).reshape(t, -1, hd)
+                       for n in "qkv")
+            if "q_norm" in "".join(w):
+                q, k = rms(q, w[p + "self_attn.q_norm.weight"]), rms(k, w[p + "self_attn.k_norm.weight"])
+            q, k, v = (a.transpose(1, 0, 2) for a in (q, k, v))
+            q, k = rope(q), np.repeat(rope(k), heads // kv_heads, 0)
+            scores = q @ k.transpose(0, 2, 1) / np.sqrt(hd) + np.triu(np.full((t, t), -np.inf), 1)
+            a = np.exp(scores - scores.max(-1, keepdims=True))
+            a = a / a.sum(-1, keepdims=True) @ np.repeat(v, heads // kv_heads, 0)
+            x = x + a.transpose(1, 0, 2).reshape(t, -1) @ w[p + "self_attn.o_proj.weight"].T
+            h = rms(x, w[p + "post_attention_layernorm.weight"])
+            if p + "mlp.gate.weight" in w:
+                logits = h @ w[p + "mlp.gate.weight"].T
+                gates = np.exp(logits - logits.max(-1, keepdims=True))
+                gates /= gates.sum(-1, keepdims=True)
+                top = np.argsort(-gates, -1)[:, :cfg["num_experts_per_tok"]]
+                y = np.zeros_like(x)
+                for i in range(t):
+                    g = gates[i, top[i]] / gates[i, top[i]].sum()
+                    for e, ge in zip(top[i], g):
+                        y[i] += ge * swiglu(h[i], *(w[f"{p}mlp.experts.{e}.{n}_proj.weight"]
+                                                    for n in ("gate", "up", "down")))
+                x = x + y
+            else:
+                x = x + swiglu(h, *(w[f"{p}mlp.{n}_proj.weight"] for n in ("gate", "up", "down")))
+        head = w.get("lm_head.weight", w["model.embed_tokens.weight"])
+        return rms(x, w["model.norm.weight"]) @ head.T
+
+    out = []
+    for _ in range(n):
+        out.append(int(forward(list(prompt_ids) + out)[-1].argmax()))
+        if out[-1] == cfg["eos_token_id"]:
+            break
+    return out
+
+
+# Token ids of greedy decoding through mlx-lm's Python interface.
+STREAM = """
+import json, sys
+from mlx_lm import load, stream_generate
+from mlx_lm.sample_utils import make_sampler
+model, tokenizer = load(sys.argv[1])
+prompt = tokenizer.encode(sys.argv[2])
+ids = [r.token for r in stream_generate(model, tokenizer, prompt, max_tokens=8,
+                                        sampler=make_sampler(temp=0.0))]
+print(json.dumps([prompt, ids]))
+"""
+
+
 def generated(out):
     """The text between mlx-lm's ========== lines, and its generation figures."""
     parts = out.split("==========")
@@ -142,12 +222,17 @@ def check_generates(folder):
     return text
 
 
-def test_generate_llama(llama):
-    check_generates(llama)
-
-
-def test_generate_qwen3_moe(qwen3_moe):
-    check_generates(qwen3_moe)
+@pytest.mark.parametrize("model", ["llama", "qwen3_moe"])
+def test_generate_matches_numpy(model, request):
+    folder = request.getfixturevalue(model)
+    check_generates(folder)
+    cmd = [sys.executable, "-m", "tessera.run", "-c", STREAM, str(folder), "the quick brown"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=ENV)
+    assert r.returncode == 0, r.stdout + r.stderr
+    prompt, ids = json.loads(r.stdout.strip().splitlines()[-1])
+    assert len(prompt) > 1 and len(ids) >= 1
+    assert ids == reference_greedy(folder, prompt, 8)[:len(ids)]
+    assert len(set(ids)) > 1  # not a degenerate repetition
 
 
 def test_convert_quantizes_and_generates(llama, tmp_path):
