@@ -27,5 +27,6 @@ NB_MODULE(core, m) {
   init_quantized(m);
   init_transforms(m);
   init_memory(m);
+  init_metal(m);
   init_io(m);
 }

@@ -1,6 +1,7 @@
 """Streams tied to threads (ThreadLocalStream, new_thread_local_stream,
 new_thread_unsafe_stream, clear_streams), and the submodules mx.metal (never
-available here: its memory functions forward to mx's) and mx.cuda."""
+available here: its memory functions forward to mx's; fast.metal_kernel makes
+kernels that raise when called) and mx.cuda."""
 
 import threading
 import warnings
@@ -100,3 +101,15 @@ def test_metal_memory_functions_forward():
         mx.metal.reset_peak_memory()
     with pytest.warns(DeprecationWarning, match="use mx.get_active_memory"):
         mx.metal.get_active_memory()
+
+
+def test_metal_kernel_is_made_but_raises_when_called():
+    kernel = mx.fast.metal_kernel(
+        name="myexp", input_names=["inp"], output_names=["out"],
+        source="uint i = thread_position_in_grid.x; out[i] = metal::exp(inp[i]);")
+    assert callable(kernel)
+    with pytest.raises(RuntimeError, match=r"\[metal_kernel\].*'myexp'.*Metal is not available"):
+        kernel(inputs=[mx.ones(4)], grid=(4, 1, 1), threadgroup=(4, 1, 1),
+               output_shapes=[(4,)], output_dtypes=[mx.float32])
+    with pytest.raises(TypeError):
+        mx.fast.metal_kernel("k", ["a"], ["b"])  # source is required
