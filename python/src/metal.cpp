@@ -2,6 +2,8 @@
 // (MLX's deprecated memory aliases, is_available, device_info, captures) and
 // fast.metal_kernel, whose kernels raise when called (as MLX's do without a
 // Metal back-end), so that programs defining them at import still load.
+#include <deque>
+
 #include "convert.h"
 
 namespace tessera::python {
@@ -10,13 +12,17 @@ namespace {
 
 constexpr const char* kNoMetal = "Metal is not available (Tessera runs on CPUs and CUDA GPUs)";
 
-// mx.metal.<name>: MLX's deprecated alias of mx.<name> (target), with its warning.
+// mx.metal.<name>: MLX's deprecated alias of mx.<name> (target, whose
+// signature it shows), with its warning.
 void deprecated_alias(nb::module_& metal, const char* name, nb::object target) {
+  static std::deque<std::string> signatures;  // nb::sig keeps a pointer
+  std::string doc = nb::cast<std::string>(target.attr("__doc__"));
+  signatures.push_back("def " + doc.substr(0, doc.find('\n')));
   std::string msg = std::string("mx.metal.") + name + " is deprecated: use mx." + name;
   metal.def(name, [target, msg](nb::args args, nb::kwargs kwargs) {
     if (PyErr_WarnEx(PyExc_DeprecationWarning, msg.c_str(), 1) < 0) throw nb::python_error();
     return target(*args, **kwargs);
-  });
+  }, nb::sig(signatures.back().c_str()));
 }
 
 }  // namespace
@@ -30,7 +36,9 @@ void init_metal(nb::module_& m) {
     deprecated_alias(metal, name, m.attr(name));
   }
   // MLX's mx.metal.device_info describes the Metal device: none here.
-  deprecated_alias(metal, "device_info", nb::cpp_function([] { return nb::dict(); }));
+  deprecated_alias(metal, "device_info",
+                   nb::cpp_function([] { return nb::dict(); }, nb::name("device_info"),
+                                    nb::sig("def device_info() -> dict[str, str | int]")));
   metal.def("start_capture", [](const std::string& path) -> void {
     throw std::runtime_error("[metal.start_capture] cannot capture to '" + path + "': " +
                              kNoMetal);
