@@ -5,8 +5,9 @@ weights as safetensors in Hugging Face's layout, and a byte-level BPE
 tokenizer trained offline on a few sentences (the `tokenizers` package).
 
 `generate` produces the tokens of greedy decoding with a forward pass written
-here in NumPy (float64), `convert -q` writes a 4-bit model that generates, and
-`lora` trains adapters whose reported training loss goes down."""
+here in NumPy (float64), `convert -q` writes a 4-bit model that generates those
+of its dequantized weights, and `lora` trains adapters whose reported training
+loss goes down."""
 
 import json
 import os
@@ -127,13 +128,32 @@ def qwen3_moe(tmp_path_factory):
     return folder
 
 
-def reference_greedy(folder, prompt_ids, n):
-    """Greedy decoding of n tokens with the model of `folder` in NumPy: Llama,
-    or Qwen3-MoE (per-head q/k norms, a softmax router over top-k experts)."""
+def load_weights(folder):
+    """The model's weights in float64; affine-quantized ones (packed uint32
+    `weight`, `scales`, `biases`) dequantized: w = scale * q + bias per group."""
     from safetensors.numpy import load_file
 
     cfg = json.loads((folder / "config.json").read_text())
-    w = {k: v.astype(np.float64) for k, v in load_file(str(folder / "model.safetensors")).items()}
+    w = {}
+    for f in sorted(folder.glob("*.safetensors")):
+        w.update({k: v.astype(np.float64) if v.dtype != np.uint32 else v
+                  for k, v in load_file(str(f)).items()})
+    for key in [k for k in w if k.endswith(".scales")]:
+        base, bits = key[:-len(".scales")], cfg["quantization"]["bits"]
+        packed = w.pop(base + ".weight")
+        shifts = np.arange(0, 32, bits, dtype=np.uint32)
+        q = ((packed[..., None] >> shifts) & ((1 << bits) - 1)).reshape(packed.shape[0], -1)
+        scales, biases = w.pop(key), w.pop(base + ".biases")
+        group = q.shape[-1] // scales.shape[-1]
+        w[base + ".weight"] = (q.reshape(q.shape[0], -1, group) * scales[..., None]
+                               + biases[..., None]).reshape(q.shape)
+    return cfg, w
+
+
+def reference_greedy(folder, prompt_ids, n):
+    """Greedy decoding of n tokens with the model of `folder` in NumPy: Llama,
+    or Qwen3-MoE (per-head q/k norms, a softmax router over top-k experts)."""
+    cfg, w = load_weights(folder)
     heads, kv_heads = cfg["num_attention_heads"], cfg["num_key_value_heads"]
     hd = cfg.get("head_dim", cfg["hidden_size"] // heads)
 
@@ -226,6 +246,10 @@ def check_generates(folder):
 def test_generate_matches_numpy(model, request):
     folder = request.getfixturevalue(model)
     check_generates(folder)
+    check_matches_numpy(folder)
+
+
+def check_matches_numpy(folder):
     cmd = [sys.executable, "-m", "tessera.run", "-c", STREAM, str(folder), "the quick brown"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=ENV)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -247,6 +271,13 @@ def test_convert_quantizes_and_generates(llama, tmp_path):
     assert w.dtype == np.uint32 and w.shape == (128, 64 * 4 // 32)
     assert weights["model.layers.0.mlp.gate_proj.scales"].shape == (128, 64 // 32)
     check_generates(q)
+    check_matches_numpy(q)  # the dequantized weights in NumPy
+    # Each dequantized weight is within half a quantization step of the original.
+    _, original = load_weights(llama)
+    _, dequantized = load_weights(q)
+    for name, w in original.items():
+        step = np.ptp(w.reshape(w.shape[0], -1, 32), -1).max() / 15 if w.ndim == 2 else 0
+        np.testing.assert_allclose(dequantized[name], w, atol=step / 2 + 1e-3, err_msg=name)
 
 
 def test_lora_training_loss_goes_down(llama, tmp_path):
