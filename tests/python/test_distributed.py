@@ -174,3 +174,27 @@ def test_clip_grad_norm_sharded(rng):
     np.testing.assert_allclose(np.array(clipped["b"]), b * scale, rtol=1e-5)
     same, _ = clip_grad_norm_sharded(grads, max_norm=2 * norm)
     np.testing.assert_allclose(np.array(same["a"]), a, rtol=1e-6)
+
+
+def test_fully_sharded_module_gathers_and_scatters(rng):
+    # Built directly, the wrapper runs its gather (forward) and reduce-scatter
+    # (backward) over the group of one process: outputs and gradients are the
+    # unwrapped module's, also with a compute dtype.
+    lin = _linear(rng, i=4, o=6)
+    x = mx.array(rng.standard_normal((3, 4)).astype(np.float32))
+    want = np.array(lin(x))
+    want_grads = nn.value_and_grad(lin, lambda x: lin(x).square().sum())(x)[1]
+    wrapped = nn.FullyShardedModule(lin)
+    assert "num_sharded_params=2" in repr(wrapped)
+    np.testing.assert_allclose(np.array(wrapped(x)), want, rtol=1e-6)
+    grads = nn.value_and_grad(wrapped, lambda x: wrapped(x).square().sum())(x)[1]
+    assert [k for k, _ in tree_flatten(grads)] == ["module.weight", "module.bias"]
+    for (_, g), (_, w) in zip(tree_flatten(grads), tree_flatten(want_grads)):
+        np.testing.assert_allclose(np.array(g), np.array(w), rtol=1e-5)
+    half = nn.FullyShardedModule(_linear(rng, i=4, o=6), compute_dtype=mx.float16)
+    assert half(x.astype(mx.float16)).dtype == mx.float16
+    assert half.module.weight.dtype == mx.float32  # the stored shards keep theirs
+    with pytest.raises(ValueError, match="scalar parameter 'w'"):
+        m = nn.Module()
+        m.w = mx.array(1.0)
+        nn.FullyShardedModule(m)
