@@ -286,6 +286,19 @@ Stream ThreadLocalStream::stream() const {
   return Stream(tl_resolved[index], device);
 }
 
+namespace {
+std::mutex hooks_mutex;
+std::vector<void (*)()>& clear_streams_hooks() {
+  static std::vector<void (*)()> hooks;
+  return hooks;
+}
+}  // namespace
+
+void on_clear_streams(void (*f)()) {
+  std::lock_guard l(hooks_mutex);
+  clear_streams_hooks().push_back(f);
+}
+
 void clear_streams() {
   auto& r = registry();
   for (const Stream& s : tl_created) {
@@ -295,6 +308,12 @@ void clear_streams() {
   }
   tl_created.clear();
   tl_resolved.clear();
+  std::vector<void (*)()> hooks;
+  {
+    std::lock_guard l(hooks_mutex);
+    hooks = clear_streams_hooks();
+  }
+  for (auto f : hooks) f();
 }
 
 std::vector<Stream> get_streams() {

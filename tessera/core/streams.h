@@ -28,7 +28,10 @@ Stream new_thread_unsafe_stream(Device d);
 // thread-local handles) after waiting for their work: a thread-local handle
 // resolves to a fresh stream afterwards, and a device whose default stream was
 // one of them gets its first default stream back. The streams' workers stay, as
-// arrays may still refer to their events.
+// arrays may still refer to their events. Then runs the hooks below.
 void clear_streams();
+// Registers f to run on the calling thread of each clear_streams(): a module's
+// thread-local state (the implicit random key) resets with the streams.
+void on_clear_streams(void (*f)());
 
 }  // namespace tessera

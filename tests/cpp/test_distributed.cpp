@@ -72,3 +72,13 @@ TEST(Streams, ClearStreamsRestoresTheDefault) {
   EXPECT_NE(t.stream(), before);
   EXPECT_TRUE(array_equal(y, ones({3})).item<bool>());
 }
+
+TEST(Streams, ClearStreamsResetsTheRandomKey) {
+  array fresh = random::key(0);
+  std::thread th([&] { fresh = random::KeySequence::default_().key(); });
+  th.join();
+  random::seed(3);
+  EXPECT_TRUE(array_equal(random::KeySequence::default_().key(), random::key(3)).item<bool>());
+  clear_streams();
+  EXPECT_TRUE(array_equal(random::KeySequence::default_().key(), fresh).item<bool>());
+}

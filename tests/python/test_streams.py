@@ -74,6 +74,19 @@ def test_clear_streams_restores_the_default_stream():
     np.testing.assert_array_equal(np.array(pending), np.ones(3))
 
 
+def test_clear_streams_resets_the_random_key():
+    fresh = []
+    th = threading.Thread(target=lambda: fresh.append(np.array(mx.random.state[0])))
+    th.start()
+    th.join()
+    mx.random.seed(3)
+    assert np.array(mx.random.state[0]).tolist() == [0, 3]
+    mx.clear_streams()
+    # The key of a thread that has not drawn yet.
+    np.testing.assert_array_equal(np.array(mx.random.state[0]), fresh[0])
+    assert not np.array_equal(fresh[0], [0, 3])
+
+
 def test_metal_is_not_available():
     assert mx.metal.is_available() is False
     assert mx.cuda.is_available() == mx.is_available(mx.gpu)
