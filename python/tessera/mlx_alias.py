@@ -75,13 +75,13 @@ def install(package=None):
     """
     import tessera  # noqa: F401  (registers tessera.core's native submodules)
 
-    if _finder not in sys.meta_path:
-        sys.meta_path.insert(0, _finder)
     existing = sys.modules.get("mlx")
     if existing is not None and existing is not package and not installed():
         raise ImportError(f"[mlx alias] a real MLX is already imported (from "
                           f"{list(getattr(existing, '__path__', []))}): install the alias "
                           f"before any import of mlx")
+    if _finder not in sys.meta_path:
+        sys.meta_path.insert(0, _finder)
     mlx = package or existing
     if mlx is None:
         mlx = types.ModuleType("mlx", "MLX's interface, served by Tessera")

@@ -93,7 +93,9 @@ def test_install_refuses_an_imported_real_mlx(tmp_path):
     fake = tmp_path / "mlx"
     fake.mkdir()
     (fake / "__init__.py").write_text("")
-    code = "import mlx\nfrom tessera import mlx_alias\nmlx_alias.install()\n"
+    code = ("import sys, mlx\nfrom tessera import mlx_alias\n"
+            "try:\n    mlx_alias.install()\n"
+            "finally:\n    assert not any(type(f).__name__ == '_AliasFinder' for f in sys.meta_path)\n")
     r = run("-c", code, env=dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}"
                                  f"{os.environ.get('PYTHONPATH', '')}"))
     assert r.returncode != 0 and "a real MLX is already imported" in r.stderr
