@@ -160,10 +160,12 @@ void init_linalg(nb::module_& m);
 void init_random(nb::module_& m);
 void init_fft(nb::module_& m);
 void init_fast(nb::module_& m);
+void init_distributed(nb::module_& m);
 void init_convolution(nb::module_& m);
 void init_quantized(nb::module_& m);
 void init_transforms(nb::module_& m);
 void init_memory(nb::module_& m);
+void init_metal(nb::module_& m);  // after init_memory and init_fast
 void init_io(nb::module_& m);
 
 }  // namespace tessera::python

@@ -196,7 +196,24 @@ void init_devices(nb::module_& m) {
       });
   nb::implicitly_convertible<Device::DeviceType, Device>();
 
+  nb::class_<ThreadLocalStream>(m, "ThreadLocalStream",
+                                "Stands for one stream per thread (new_thread_local_stream); "
+                                "accepted wherever a Stream is.")
+      .def_ro("device", &ThreadLocalStream::device)
+      .def("__eq__", [](const ThreadLocalStream& s, nb::handle o) {
+        return nb::isinstance<ThreadLocalStream>(o) && nb::cast<ThreadLocalStream>(o) == s;
+      })
+      .def("__hash__", [](const ThreadLocalStream& s) { return s.index; })
+      .def("__repr__", [](const ThreadLocalStream& s) {
+        std::ostringstream os;
+        os << "ThreadLocalStream(" << s.device << ", " << s.index << ")";
+        return os.str();
+      });
+
   nb::class_<Stream>(m, "Stream")
+      // Only the implicit conversion: the calling thread's stream of the handle.
+      .def("__init__", [](Stream* s, const ThreadLocalStream& t) { new (s) Stream(t.stream()); },
+           "stream"_a)
       .def_ro("device", &Stream::device)
       .def_ro("index", &Stream::index)
       .def("__eq__", [](const Stream& s, nb::handle o) {
@@ -209,6 +226,8 @@ void init_devices(nb::module_& m) {
            << s.device.index << "), " << s.index << ")";
         return os.str();
       });
+
+  nb::implicitly_convertible<ThreadLocalStream, Stream>();
 
   m.def("default_device", &default_device);
   m.def("set_default_device", &set_default_device, "device"_a);
@@ -232,6 +251,12 @@ void init_devices(nb::module_& m) {
   m.def("default_stream", &default_stream, "device"_a);
   m.def("set_default_stream", &set_default_stream, "stream"_a);
   m.def("new_stream", &new_stream, "device"_a);
+  m.def("new_thread_unsafe_stream", &new_thread_unsafe_stream, "device"_a,
+        "A new stream that any thread may use (the caller orders their work).");
+  m.def("new_thread_local_stream", &new_thread_local_stream, "device"_a,
+        "A handle that resolves to a stream of its own in each thread.");
+  m.def("clear_streams", &clear_streams,
+        "Forgets the streams made on this thread (after their work is done).");
   m.def("synchronize",
         [](std::optional<Stream> s) {
           nb::gil_scoped_release nogil;

@@ -22,9 +22,11 @@ NB_MODULE(core, m) {
   init_random(m);
   init_fft(m);
   init_fast(m);
+  init_distributed(m);
   init_convolution(m);
   init_quantized(m);
   init_transforms(m);
   init_memory(m);
+  init_metal(m);
   init_io(m);
 }

@@ -1,5 +1,7 @@
 #include "tessera/core/scheduler.h"
 
+#include "tessera/core/streams.h"
+
 #include <algorithm>
 
 #include "tessera/core/gpu.h"
@@ -22,6 +24,10 @@ namespace {
 thread_local int tl_stream_index = -1;
 // The streams this thread holds inline, innermost last.
 thread_local std::vector<int> tl_inline;
+// The streams this thread made, and its stream of each thread-local handle
+// (indexed by the handle's index; -1 when not resolved yet).
+thread_local std::vector<Stream> tl_created;
+thread_local std::vector<int> tl_resolved;
 
 class StreamWorker {
  public:
@@ -144,6 +150,8 @@ struct StreamRegistry {
   std::vector<std::unique_ptr<StreamWorker>> workers;  // indexed by stream index
   Device default_device{Device::cpu};
   std::vector<Stream> default_streams;  // indexed by device type (cpu, gpu)
+  std::vector<Stream> first_default_streams;
+  std::vector<Device> thread_local_devices;  // of each ThreadLocalStream, by index
 
   StreamRegistry() {
     default_streams.push_back(create(Device::cpu));
@@ -151,6 +159,7 @@ struct StreamRegistry {
       default_streams.push_back(create(Device::gpu));
       default_device = Device::gpu;
     }
+    first_default_streams = default_streams;
   }
 
   Stream create(Device d) {
@@ -256,7 +265,55 @@ void set_default_stream(Stream s) {
 
 Stream new_stream(Device d) {
   check_device("new_stream", d);
-  return registry().create(d);
+  Stream s = registry().create(d);
+  tl_created.push_back(s);
+  return s;
+}
+
+Stream new_thread_unsafe_stream(Device d) { return new_stream(d); }
+
+ThreadLocalStream new_thread_local_stream(Device d) {
+  check_device("new_thread_local_stream", d);
+  auto& r = registry();
+  std::lock_guard l(r.mutex);
+  r.thread_local_devices.push_back(d);
+  return ThreadLocalStream{static_cast<int>(r.thread_local_devices.size()) - 1, d};
+}
+
+Stream ThreadLocalStream::stream() const {
+  if (index >= static_cast<int>(tl_resolved.size())) tl_resolved.resize(index + 1, -1);
+  if (tl_resolved[index] < 0) tl_resolved[index] = new_stream(device).index;
+  return Stream(tl_resolved[index], device);
+}
+
+namespace {
+std::mutex hooks_mutex;
+std::vector<void (*)()>& clear_streams_hooks() {
+  static std::vector<void (*)()> hooks;
+  return hooks;
+}
+}  // namespace
+
+void on_clear_streams(void (*f)()) {
+  std::lock_guard l(hooks_mutex);
+  clear_streams_hooks().push_back(f);
+}
+
+void clear_streams() {
+  auto& r = registry();
+  for (const Stream& s : tl_created) {
+    synchronize(s);
+    auto& d = r.default_streams[static_cast<int>(s.device.type)];
+    if (d == s) d = r.first_default_streams[static_cast<int>(s.device.type)];
+  }
+  tl_created.clear();
+  tl_resolved.clear();
+  std::vector<void (*)()> hooks;
+  {
+    std::lock_guard l(hooks_mutex);
+    hooks = clear_streams_hooks();
+  }
+  for (auto f : hooks) f();
 }
 
 std::vector<Stream> get_streams() {

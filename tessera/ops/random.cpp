@@ -8,6 +8,7 @@
 #include <limits>
 #include <mutex>
 
+#include "tessera/core/streams.h"
 #include "tessera/ops/ops.h"
 #include "tessera/ops/primitives/random.h"
 
@@ -113,12 +114,23 @@ void KeySequence::set_key(array k) {
   key_ = std::move(k);
 }
 
-KeySequence& KeySequence::default_() {
+namespace {
+// The seed of every thread's implicit key: the clock (ms) at its first use.
+uint64_t start_seed() {
   static const uint64_t time_seed = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(
           std::chrono::system_clock::now().time_since_epoch())
           .count());
-  static thread_local KeySequence ks(time_seed);
+  return time_seed;
+}
+
+// clear_streams() gives the calling thread the key of a new thread again.
+const bool reset_on_clear_streams =
+    (on_clear_streams([] { KeySequence::default_().seed(start_seed()); }), true);
+}  // namespace
+
+KeySequence& KeySequence::default_() {
+  static thread_local KeySequence ks(start_seed());
   return ks;
 }
 

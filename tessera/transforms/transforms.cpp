@@ -115,6 +115,14 @@ std::pair<std::vector<array>, std::vector<array>> vjp_impl(
   }
 
   auto tape = trace_tape(outputs, cut);
+  // Cotangents go only to the inputs that depend on the primals: another
+  // tracer (an outer transform's, or a placeholder of compile) may stand for a
+  // value without a derivative (quantized_matmul's packed weights).
+  std::unordered_set<const void*> on_path;
+  for (const array& a : tape) on_path.insert(a.node());
+  auto needs_cotangent = [&](const array& in) {
+    return cut.count(in.id()) > 0 || (in.has_primitive() && on_path.count(in.node()) > 0);
+  };
   for (auto it = tape.rbegin(); it != tape.rend(); ++it) {
     const array& a = *it;
     auto outs = node_outputs(a);
@@ -134,7 +142,7 @@ std::pair<std::vector<array>, std::vector<array>> vjp_impl(
     const auto& inputs = a.inputs();
     std::vector<int> argnums;
     for (size_t i = 0; i < inputs.size(); ++i) {
-      if (inputs[i].is_tracer()) argnums.push_back(static_cast<int>(i));
+      if (needs_cotangent(inputs[i])) argnums.push_back(static_cast<int>(i));
     }
     if (argnums.empty()) continue;
     auto& p = a.primitive();

@@ -341,3 +341,12 @@ def test_dlpack_round_trips(rng):
     assert np.from_dlpack(shared).ctypes.data == n.ctypes.data
     assert mx.asarray(n, copy=True).shape == (3, 4)
     assert mx.asarray([1, 2], dtype=mx.int8).dtype == mx.int8
+
+
+def test_reprlib_shows_arrays_as_instances():
+    # reprlib took a class named `array` for array.array (bool() of the whole array).
+    import array
+    import reprlib
+
+    assert reprlib.repr(mx.ones((3, 6))).startswith("array([[1, 1")  # the repr, shortened
+    assert reprlib.repr(array.array("i", [1, 2])) == "array('i', [1, 2])"

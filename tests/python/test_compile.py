@@ -127,6 +127,46 @@ def test_training_step_with_implicit_state(rng):
                                    err_msg=name)
 
 
+def test_training_step_through_frozen_quantized_weights(rng):
+    # The frozen packed weights are placeholders of the trace, as the trainable
+    # parameters are, but have no derivative: only what depends on the
+    # differentiated parameters gets a cotangent (a tied QuantizedEmbedding
+    # used as the output layer, as in mlx-lm's quantized LoRA).
+    ids = mx.array([[1, 2, 3]])
+
+    def run(compiled):
+        model = nn.Module()
+        model.embed = nn.QuantizedEmbedding(10, 64, group_size=32, bits=4)
+        model.embed.weight, model.embed.scales, model.embed.biases = mx.quantize(
+            mx.array(rng_fixed.standard_normal((10, 64)).astype(np.float32)), 32, 4)
+        model.freeze()
+        model.adapter = mx.array(0.01 * np.eye(64, dtype=np.float32))
+        opt = optim.SGD(learning_rate=0.1)
+
+        def loss_fn(ids):
+            logits = model.embed.as_linear(model.embed(ids) @ model.adapter)
+            return nn.losses.cross_entropy(logits, (ids + 1) % 10, reduction="mean")
+
+        grad_fn = nn.value_and_grad(model, loss_fn)
+        state = [model.state, opt.state]
+
+        def step(ids):
+            loss, grads = grad_fn(ids)
+            assert [k for k, _ in tree_flatten(grads)] == ["adapter"]
+            opt.update(model, grads)
+            return loss
+
+        if compiled:
+            step = mx.compile(step, inputs=state, outputs=state)
+        return [step(ids).item() for _ in range(3)]
+
+    rng_fixed = np.random.default_rng(3)
+    want = run(False)
+    rng_fixed = np.random.default_rng(3)
+    np.testing.assert_allclose(run(True), want, rtol=1e-5)
+    assert want[-1] < want[0]
+
+
 def test_random_state_as_implicit_input_and_output():
     state = [mx.random.state]
     draw = mx.compile(lambda: mx.random.uniform(shape=(3,)), inputs=state, outputs=state)

@@ -1,4 +1,5 @@
-"""Module-aware transforms: ``value_and_grad`` and ``checkpoint``."""
+"""Module-aware transforms (``value_and_grad``, ``checkpoint``) and gradient
+helpers over a distributed group."""
 
 from functools import wraps
 from typing import Callable, Optional
@@ -47,20 +48,48 @@ def checkpoint(module: Module, fn: Optional[Callable] = None):
 
 def average_gradients(gradients, group=None, all_reduce_size: int = 32 * 1024**2,
                       communication_stream=None):
-    """All-reduce mean of a gradient tree over a distributed group; the identity
-    for a group of one process (the only kind while the core has no
-    ``distributed`` module). Each leaf is reduced on its own
-    (``all_reduce_size`` batching is not done)."""
-    from tessera.utils import tree_map
+    """All-reduce mean of a gradient tree over a distributed group (default: the
+    global group); the identity over a group of one process. Arrays of one
+    dtype are concatenated into messages of about ``all_reduce_size`` bytes
+    (0 or less: one message per array)."""
+    from tessera.utils import tree_flatten, tree_map, tree_unflatten
 
-    dist = getattr(mx, "distributed", None)
-    if dist is None:
-        if group is not None and group.size() != 1:
-            raise RuntimeError("[average_gradients] this build has no distributed backend")
-        return gradients
-    group = group or dist.init()
+    group = group or mx.distributed.init()
     n = group.size()
     if n == 1:
         return gradients
-    return tree_map(lambda g: dist.all_sum(g, group=group, stream=communication_stream) / n,
-                    gradients)
+
+    def mean(x):
+        return mx.distributed.all_sum(x, group=group, stream=communication_stream) / n
+
+    flat = tree_flatten(gradients)
+    if all_reduce_size <= 0 or not flat or len({g.dtype for _, g in flat}) > 1:
+        return tree_map(mean, gradients)
+    batches, batch, nbytes = [], [], 0
+    for key, g in flat:
+        batch.append((key, g))
+        nbytes += g.nbytes
+        if nbytes >= all_reduce_size:
+            batches.append(batch)
+            batch, nbytes = [], 0
+    if batch:
+        batches.append(batch)
+    out = []
+    for batch in batches:
+        sizes = [g.size for _, g in batch]
+        splits = [sum(sizes[:i + 1]) for i in range(len(sizes) - 1)]
+        reduced = mx.split(mean(mx.concatenate([g.reshape(-1) for _, g in batch])), splits)
+        out.extend((k, r.reshape(g.shape)) for (k, g), r in zip(batch, reduced))
+    return tree_unflatten(out)
+
+
+def clip_grad_norm_sharded(gradients, max_norm: float, group=None):
+    """Clips gradients sharded over a group to a global norm of at most
+    ``max_norm``: the squared norms of the local shards are summed over the
+    group. Returns ``(clipped local gradients, global norm)``."""
+    from tessera.utils import tree_map, tree_reduce
+
+    local = tree_reduce(lambda acc, g: acc + g.square().sum(), gradients, 0.0)
+    norm = mx.sqrt(mx.distributed.all_sum(local, group=group))
+    scale = mx.minimum(max_norm / (norm + 1e-6), 1.0)
+    return tree_map(lambda g: g * scale, gradients), norm

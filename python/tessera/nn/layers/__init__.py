@@ -4,6 +4,10 @@ from tessera.nn.layers.activations import (GELU, GLU, CELU, ELU, PReLU, LeakyReL
 from tessera.nn.layers.base import Module
 from tessera.nn.layers.containers import Sequential
 from tessera.nn.layers.dropout import Dropout, Dropout2d, Dropout3d
+from tessera.nn.layers.distributed import (AllToShardedLinear, FullyShardedModule,
+                                           QuantizedAllToShardedLinear,
+                                           QuantizedShardedToAllLinear, ShardedToAllLinear,
+                                           fully_shard, shard_inplace, shard_linear)
 from tessera.nn.layers.embedding import Embedding
 from tessera.nn.layers.linear import Bilinear, Identity, Linear
 from tessera.nn.layers.normalization import (BatchNorm, GroupNorm, InstanceNorm, LayerNorm,

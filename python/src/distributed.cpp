@@ -1,0 +1,54 @@
+// The submodule tessera.core.distributed: the global group and the
+// collectives over it; group and stream are keyword-only.
+#include "convert.h"
+
+namespace tessera::python {
+
+void init_distributed(nb::module_& parent) {
+  using distributed::Group;
+  nb::module_ m = parent.def_submodule(
+      "distributed", "Communication between processes (a group of this process alone while "
+                     "no backend is available)");
+  nb::class_<Group>(m, "Group", "A set of processes that communicate.")
+      .def("rank", &Group::rank, "This process's rank in the group.")
+      .def("size", &Group::size, "The number of processes in the group.")
+      .def("split", &Group::split, "color"_a, "key"_a = -1,
+           "Sub-groups of the processes passing the same color, ranked by key (negative: "
+           "the current rank).");
+  m.def("is_available", [](const std::string& backend) { return distributed::is_available(backend); },
+        "backend"_a = "any", "Whether this build can start that backend ('any', 'mpi', 'ring', "
+        "'nccl', 'jaccl').");
+  m.def("init", [](bool strict, const std::string& backend, nb::handle) {
+    return distributed::init(strict, backend);
+  }, "strict"_a = false, "backend"_a = "any", nb::kw_only(), "all_gather_factory"_a = nb::none(),
+        "The global group: this process alone when no backend starts, unless strict.");
+  auto kw = nb::kw_only();
+  using Collective = array (*)(const array&, std::optional<Group>, StreamOrDevice);
+  auto collective = [&](const char* name, Collective f, const char* doc) {
+    m.def(name, [f](nb::handle x, std::optional<Group> group, StreamArg s) {
+      return f(to_array(x), group, s);
+    }, "x"_a, kw, "group"_a = nb::none(), "stream"_a = nb::none(), doc);
+  };
+  collective("all_sum", &distributed::all_sum, "Sum of x over the processes of the group.");
+  collective("all_max", &distributed::all_max, "Maximum of x over the processes of the group.");
+  collective("all_min", &distributed::all_min, "Minimum of x over the processes of the group.");
+  collective("all_gather", &distributed::all_gather,
+             "Every process's x concatenated along axis 0.");
+  collective("sum_scatter", &distributed::sum_scatter,
+             "The sum over the processes, of which this rank keeps its chunk of axis 0.");
+  m.def("send", [](nb::handle x, int dst, std::optional<Group> group, StreamArg s) {
+    return distributed::send(to_array(x), dst, group, s);
+  }, "x"_a, "dst"_a, kw, "group"_a = nb::none(), "stream"_a = nb::none(),
+        "Sends x to rank dst; returns x, whose evaluation performs the send.");
+  m.def("recv", [](nb::handle shape, Dtype dtype, int src, std::optional<Group> group,
+                   StreamArg s) {
+    return distributed::recv(to_shape(shape, "distributed.recv"), dtype, src, group, s);
+  }, "shape"_a, "dtype"_a, "src"_a, kw, "group"_a = nb::none(), "stream"_a = nb::none(),
+        "The array of that shape and dtype that rank src sends.");
+  m.def("recv_like", [](nb::handle x, int src, std::optional<Group> group, StreamArg s) {
+    return distributed::recv_like(to_array(x), src, group, s);
+  }, "x"_a, "src"_a, kw, "group"_a = nb::none(), "stream"_a = nb::none(),
+        "recv(x.shape, x.dtype, src).");
+}
+
+}  // namespace tessera::python
