@@ -14,13 +14,16 @@ namespace tessera::fast {
 namespace {
 
 thread_local bool t_force_primitive = false;
+thread_local bool t_force_fallback = false;
+
+bool take_fallback(const Custom& p, const std::vector<array>& inputs) {
+  return t_force_fallback || (!t_force_primitive && p.use_fallback(inputs));
+}
 
 // The node of p over inputs (one output of this shape and dtype), or the
 // fallback's graph where no kernel covers the case.
 array finish(std::shared_ptr<Custom> p, Shape shape, Dtype dtype, std::vector<array> inputs) {
-  if (!t_force_primitive && p->use_fallback(inputs)) {
-    return p->fallback()(std::move(inputs))[0];
-  }
+  if (take_fallback(*p, inputs)) return p->fallback()(std::move(inputs))[0];
   return array(std::move(shape), dtype, std::move(p), std::move(inputs));
 }
 
@@ -63,6 +66,8 @@ void check_affine(const char* op, const std::optional<array>& w, const array& x,
 
 PrimitiveScope::PrimitiveScope() : previous_(t_force_primitive) { t_force_primitive = true; }
 PrimitiveScope::~PrimitiveScope() { t_force_primitive = previous_; }
+FallbackScope::FallbackScope() : previous_(t_force_fallback) { t_force_fallback = true; }
+FallbackScope::~FallbackScope() { t_force_fallback = previous_; }
 
 array rms_norm(const array& x, const std::optional<array>& weight, float eps, StreamOrDevice s) {
   check_normalised("rms_norm", x);
@@ -283,17 +288,17 @@ array scaled_dot_product_attention(const array& q, const array& k, const array& 
       scores = m.dtype() == bool_ ? where(grouped, scores, lowest, st)
                                   : add(scores, astype(grouped, ct, st), st);
     }
-    array probs = scores;
     if (has_sinks) {
       // The sink is one more column of the softmax that contributes no value.
       array column = broadcast_to(reshape(astype(in[next], ct, st), {1, n_kv, rep, 1, 1}, st),
                                   {b, n_kv, rep, t_q, 1}, st);
-      probs = last_axis(softmax(concatenate({scores, column}, -1, st), -1, false, st), 0, t_kv, st);
-    } else {
-      probs = softmax(scores, -1, false, st);
+      scores = concatenate({scores, column}, -1, st);
     }
+    array probs = softmax(scores, -1, false, st);
+    if (has_sinks) probs = last_axis(probs, 0, t_kv, st);
     array out = matmul(astype(probs, v.dtype(), st), expand_dims(v, 2, st), st);
-    return std::vector<array>{reshape(out, {b, n_q, t_q, v.shape(3)}, st)};
+    return std::vector<array>{reshape(out, {b, n_q, t_q, v.shape(3)}, st),
+                              reshape(logsumexp(scores, -1, false, st), {b, n_q, t_q}, st)};
   };
   std::vector<array> inputs{q, k, v};
   if (mask_arr) inputs.push_back(std::move(*mask_arr));
@@ -303,7 +308,10 @@ array scaled_dot_product_attention(const array& q, const array& k, const array& 
   if (force_fused && p->use_fallback(inputs)) {
     throw_invalid(op, "no fused kernel covers this case, so force_fused cannot be met");
   }
-  return finish(std::move(p), {b, n_q, t_q, v.shape(3)}, v.dtype(), std::move(inputs));
+  if (take_fallback(*p, inputs)) return p->fallback()(std::move(inputs))[0];
+  Dtype lse_type = compute_type(promote_types(q.dtype(), k.dtype()));
+  return array::make_arrays({{b, n_q, t_q, v.shape(3)}, {b, n_q, t_q}}, {v.dtype(), lse_type},
+                            std::move(p), std::move(inputs))[0];
 }
 
 }  // namespace tessera::fast

@@ -9,7 +9,7 @@
 //     asks use_fallback(inputs) whether a kernel of the stream's backend covers
 //     the case. If none does, it returns fallback(inputs): the plain graph,
 //     which every backend runs and every transform sees through, with no fast
-//     node in it. No backend has a fused kernel yet, so this is every case.
+//     node in it (a FallbackScope asks for it in every case).
 //   - Otherwise the op creates the node. Custom::eval_cpu and eval_gpu run the
 //     fallback on the evaluated inputs (a nested evaluation on the same stream,
 //     Note [Nested evaluation] in core/eval.cpp) and take over its results'
@@ -19,7 +19,8 @@
 //     derivatives are ordinary lazy graphs.
 // A fused kernel plugs in per primitive: declare eval_gpu in its class below
 // with TESSERA_EVAL_GPU_MULTI (a build without CUDA then keeps Custom's), define
-// it in backend/cuda/fast.cu, and override use_fallback to return false
+// it in backend/cuda/fast.cu (attention: backend/cuda/attention.cu), and
+// override use_fallback to return false
 // for exactly the cases it covers (dtype, sizes, mask kinds, stream().device),
 // so that every other case still takes the fallback; the kernel calls
 // Custom::eval_gpu for a case it does not cover (a PrimitiveScope makes nodes
@@ -97,7 +98,10 @@ class RoPE : public Custom {
   float scale_;
 };
 
-// Inputs {q, k, v, mask? (mask_mode array), sinks?}.
+// Inputs {q, k, v, mask? (mask_mode array), sinks?}; outputs {o, lse}: lse
+// (B, N_q, T_q) is the log-sum-exp of each row of scores (sinks included), in
+// the compute dtype, which the fused backward pass reads (Note [Flash attention
+// kernels] in backend/cuda/attention.cuh). The op returns o alone.
 class ScaledDotProductAttention : public Custom {
  public:
   enum class Mask { none, causal, array };
@@ -105,10 +109,41 @@ class ScaledDotProductAttention : public Custom {
       : Custom(s, std::move(fallback)), scale_(scale), mask_(mask), has_sinks_(has_sinks) {}
   TESSERA_PRIMITIVE_NAME(ScaledDotProductAttention)
   bool is_equivalent(const Primitive& other) const override;
+  bool use_fallback(const std::vector<array>& inputs) const override;
+  TESSERA_EVAL_GPU_MULTI
+  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
+                         const std::vector<int>& argnums,
+                         const std::vector<array>& outputs) override;
+
+  float scale() const { return scale_; }
+  Mask mask() const { return mask_; }
+  bool has_sinks() const { return has_sinks_; }
+  // Whether a fused kernel covers these inputs on stream s: the forward pass,
+  // or the backward pass too.
+  static bool kernel_covers(const Stream& s, Mask mask, const std::vector<array>& inputs,
+                            bool backward);
 
  private:
   float scale_;
   Mask mask_;
+  bool has_sinks_;
+};
+
+// The gradients {dq, dk, dv} of attention, from inputs {q, k, v, mask?,
+// sinks?, o, lse, d_o, d_lse}; its fallback differentiates the forward
+// fallback's graph.
+class ScaledDotProductAttentionVJP : public Custom {
+ public:
+  ScaledDotProductAttentionVJP(Stream s, Fallback fallback, float scale,
+                               ScaledDotProductAttention::Mask mask, bool has_sinks)
+      : Custom(s, std::move(fallback)), scale_(scale), mask_(mask), has_sinks_(has_sinks) {}
+  TESSERA_PRIMITIVE_NAME(ScaledDotProductAttentionVJP)
+  bool is_equivalent(const Primitive& other) const override;
+  TESSERA_EVAL_GPU_MULTI
+
+ private:
+  float scale_;
+  ScaledDotProductAttention::Mask mask_;
   bool has_sinks_;
 };
 
@@ -120,6 +155,20 @@ class PrimitiveScope {
   ~PrimitiveScope();
   PrimitiveScope(const PrimitiveScope&) = delete;
   PrimitiveScope& operator=(const PrimitiveScope&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// Within its scope, the fast ops of the calling thread return their fallback's
+// graph whatever use_fallback says: the plain composition, to test kernels
+// against.
+class FallbackScope {
+ public:
+  FallbackScope();
+  ~FallbackScope();
+  FallbackScope(const FallbackScope&) = delete;
+  FallbackScope& operator=(const FallbackScope&) = delete;
 
  private:
   bool previous_;
