@@ -453,6 +453,11 @@ TEST(Fast, test_attention_kernel_cases_against_the_fallback_in_float32) {
       {"additive mask d128 gqa", 1, 4, 2, 64, 64, 128, MaskKind::additive, false, false},
       {"additive mask d64 sinks gqa 4", 1, 4, 1, 33, 257, 64, MaskKind::additive, true, true},
       {"causal d256 gqa", 1, 4, 2, 100, 100, 256, MaskKind::causal, false, false},
+      // Query rows of a group in one tile and long keys: the split-key kernels.
+      {"decode boolean mask sinks d64 gqa 4", 2, 4, 1, 2, 700, 64, MaskKind::boolean, true,
+       false},
+      {"decode additive mask d128 gqa 8", 1, 8, 1, 2, 1500, 128, MaskKind::additive, false,
+       true},
   };
   for (auto dev : harness::devices()) {
     StreamContext ctx(dev);

@@ -127,9 +127,17 @@ void ScaledDotProductAttention::eval_gpu(const std::vector<array>& inputs,
   p.o = o;
   p.lse = lse;
   cudaStream_t cs = gpu::cuda_stream(s);
-  check(inputs[0].dtype() == bfloat16 ? att::forward<__nv_bfloat16>(p, cs)
-                                      : att::forward<__half>(p, cs),
-        op);
+  const bool bf16 = inputs[0].dtype() == bfloat16;
+  if (att::use_decode(p)) {
+    att::DecodeSplit sp = att::decode_split(p, gpu::properties().multiProcessorCount);
+    float* scratch =
+        static_cast<float*>(gpu::scratch(att::decode_scratch_floats(p, sp) * sizeof(float), s));
+    check(bf16 ? att::decode<__nv_bfloat16>(p, sp, scratch, cs)
+               : att::decode<__half>(p, sp, scratch, cs),
+          op);
+  } else {
+    check(bf16 ? att::forward<__nv_bfloat16>(p, cs) : att::forward<__half>(p, cs), op);
+  }
 }
 
 void ScaledDotProductAttentionVJP::eval_gpu(const std::vector<array>& inputs,

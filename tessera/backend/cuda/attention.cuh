@@ -201,6 +201,13 @@ __device__ __forceinline__ void load_tile(T* s, const T* g, int64_t rs, int rows
   }
 }
 
+// 2^x on the special function unit (-inf gives 0).
+__device__ __forceinline__ float ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 __device__ __forceinline__ float quad_max(float x) {
   x = fmaxf(x, __shfl_xor_sync(0xffffffff, x, 1));
   return fmaxf(x, __shfl_xor_sync(0xffffffff, x, 2));
@@ -331,13 +338,13 @@ __global__ void __launch_bounds__(32 * W) fwd_kernel(const FwdParams p) {
       for (int nt = 0; nt < BN / 8; ++nt) mx = fmaxf(mx, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
       mx = quad_max(mx);
       const float mu = mx == -INFINITY ? 0.f : mx;
-      const float alpha = exp2f(mrow[r] - mu);
+      const float alpha = ex2(mrow[r] - mu);
       mrow[r] = mx;
       float sum = 0.f;
 #pragma unroll
       for (int nt = 0; nt < BN / 8; ++nt) {
-        s[nt][2 * r] = exp2f(s[nt][2 * r] - mu);
-        s[nt][2 * r + 1] = exp2f(s[nt][2 * r + 1] - mu);
+        s[nt][2 * r] = ex2(s[nt][2 * r] - mu);
+        s[nt][2 * r + 1] = ex2(s[nt][2 * r + 1] - mu);
         sum += s[nt][2 * r] + s[nt][2 * r + 1];
       }
       lrow[r] = lrow[r] * alpha + sum;
@@ -373,8 +380,8 @@ __global__ void __launch_bounds__(32 * W) fwd_kernel(const FwdParams p) {
     if (p.sinks) {
       const float sk = p.sinks[h] * kLog2e;
       const float mn = fmaxf(m, sk);
-      const float alpha = exp2f(m - mn);
-      l = l * alpha + exp2f(sk - mn);
+      const float alpha = ex2(m - mn);
+      l = l * alpha + ex2(sk - mn);
       scale_o = alpha;
       m = mn;
     }
@@ -544,7 +551,7 @@ __global__ void __launch_bounds__(32 * W) bwd_kernel(const BwdParams bp) {
           if (p.mask_kind == kCausal || p.mask_kind == kBool) {
             if (x == kLowest) hidden |= 1u << (nt * 4 + e);
           }
-          pv = l2 == kLowest ? inv_tkv : exp2f(x - l2);
+          pv = l2 == kLowest ? inv_tkv : ex2(x - l2);
         }
         s[nt][e] = pv;
       }
@@ -688,6 +695,260 @@ __global__ void cast_f32_kernel(const float* x, T* y, int64_t n) {
   }
 }
 
+
+// ---- decode (split keys)
+
+// Rows of one (batch, k/v head): the Hq / Hkv query heads of its group times
+// Tq queries, row r = (head in group) * Tq + query.
+constexpr int kDecodeRows = 16, kDecodeBN = 64, kDecodeStages = 3, kDecodeWarps = 4;
+
+struct DecodeSplit {
+  int splits, chunk;  // chunk: keys per split, a multiple of kDecodeBN
+};
+
+template <typename T, int D>
+struct DecodeConfig {
+  static constexpr int NT = 32 * kDecodeWarps;
+  static constexpr int smem_tiles = (kDecodeRows * D + 2 * kDecodeStages * kDecodeBN * D) * sizeof(T);
+  // The warps' partial results merged through shared memory (over the tiles).
+  static constexpr int smem_merge = kDecodeWarps * kDecodeRows * (D + 2) * 4;
+  static constexpr int smem = smem_tiles > smem_merge ? smem_tiles : smem_merge;
+};
+
+// Partial results of split s: po (rows, d) normalised, pm (log2 max), pl (sum).
+template <typename T, int D>
+__global__ void __launch_bounds__(32 * kDecodeWarps) decode_kernel(const FwdParams p, int chunk,
+                                                                  float* po, float* pm, float* pl) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  using Cfg = DecodeConfig<T, D>;
+  constexpr int NT = Cfg::NT, BN = kDecodeBN, ST = kDecodeStages, R = kDecodeRows;
+  extern __shared__ __align__(128) unsigned char smem[];
+  T* sQ = reinterpret_cast<T*>(smem);
+  T* sK = sQ + R * D;
+  T* sV = sK + ST * BN * D;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+  const int split = blockIdx.x, hk = blockIdx.y, b = blockIdx.z, splits = gridDim.x;
+  const int rep = p.hq / p.hkv, rows = rep * p.tq, off = p.tkv - p.tq;
+  const int k_begin = split * chunk, k_end = min(p.tkv, k_begin + chunk);
+  const int tiles = k_end > k_begin ? (k_end - k_begin + BN - 1) / BN : 0;
+  const T* k = static_cast<const T*>(p.k) + b * p.ks[0] + hk * p.ks[1];
+  const T* v = static_cast<const T*>(p.v) + b * p.vs[0] + hk * p.vs[1];
+  constexpr int CH = D / 8;
+  for (int idx = tid; idx < R * CH; idx += NT) {
+    const int r = idx / CH, c = (idx % CH) * 8;
+    const bool ok = r < rows && c < p.d;
+    const T* src = static_cast<const T*>(p.q);
+    if (ok) src += b * p.qs[0] + (hk * rep + r / p.tq) * p.qs[1] + (r % p.tq) * p.qs[2] + c;
+    cp_async16(smem_u32(sQ + sw<D>(r, c)), src, ok);
+  }
+  auto load = [&](int tile) {
+    const int n0 = k_begin + tile * BN, st = tile % ST;
+    load_tile<T, BN, D, NT>(sK + st * BN * D, k + n0 * p.ks[2], p.ks[2], k_end - n0, p.d, tid);
+    load_tile<T, BN, D, NT>(sV + st * BN * D, v + n0 * p.vs[2], p.vs[2], k_end - n0, p.d, tid);
+  };
+#pragma unroll
+  for (int i = 0; i < ST - 1; ++i) {
+    if (i < tiles) load(i);
+    cp_async_commit();
+  }
+  // Rows g and g + 8 of this lane: head in group, query.
+  int hr[2], qi[2];
+  const unsigned char* mrow[2] = {nullptr, nullptr};
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int row = g + 8 * r;
+    hr[r] = row < rows ? row / p.tq : 0;
+    qi[r] = row < rows ? row % p.tq : 0;
+    if (p.mask_kind >= kBool) {
+      size_t es = p.mask_kind == kBool ? 1 : sizeof(T);
+      mrow[r] = static_cast<const unsigned char*>(p.mask) +
+                (b * p.ms[0] + (hk * rep + hr[r]) * p.ms[1]) * es;
+    }
+  }
+  constexpr int RB = D * sizeof(T);
+  const Lanes ln(lane);
+  float acc[D / 8][4];
+#pragma unroll
+  for (int i = 0; i < D / 8; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.f;
+  float mx[2] = {-INFINITY, -INFINITY}, lsum[2] = {0.f, 0.f};
+  uint32_t qf[D / 16][4];
+
+  for (int tile = 0; tile < tiles; ++tile) {
+    if (tile + ST - 1 < tiles) load(tile + ST - 1);
+    cp_async_commit();
+    cp_async_wait<ST - 1>();
+    __syncthreads();
+    if (tile == 0) {
+      const uint32_t qa = smem_u32(sQ) + ln.row_a * RB;
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) ldsm_x4(qf[kk], at<RB>(qa, 0, ln.y_a, kk));
+    }
+    const int st = tile % ST, n0 = k_begin + tile * BN;
+    const uint32_t kb = smem_u32(sK + st * BN * D) + ln.row_b * RB;
+    const uint32_t va = smem_u32(sV + st * BN * D) + ln.row_a * RB;
+    float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      uint32_t bb[4];
+      ldsm_x4(bb, at<RB>(kb, warp * 16, ln.y_b, kk));
+      mma16816<T>(s[0], qf[kk], bb[0], bb[1]);
+      mma16816<T>(s[1], qf[kk], bb[2], bb[3]);
+    }
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int j = n0 + warp * 16 + nt * 8 + 2 * t + (e & 1), r = e >> 1;
+        float x = s[nt][e] * p.scale_log2;
+        if (j >= k_end) {
+          x = -INFINITY;
+        } else if (p.mask_kind == kCausal) {
+          if (j > qi[r] + off) x = kLowest;
+        } else if (p.mask_kind == kBool) {
+          if (!mrow[r][qi[r] * p.ms[2] + j * p.ms[3]]) x = kLowest;
+        } else if (p.mask_kind == kAdditive) {
+          const T* m = reinterpret_cast<const T*>(mrow[r]);
+          x = fmaxf(x + to_f(m[qi[r] * p.ms[2] + j * p.ms[3]]) * kLog2e, kLowest);
+        }
+        s[nt][e] = x;
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float m = fmaxf(mx[r], fmaxf(fmaxf(s[0][2 * r], s[0][2 * r + 1]),
+                                   fmaxf(s[1][2 * r], s[1][2 * r + 1])));
+      m = quad_max(m);
+      const float mu = m == -INFINITY ? 0.f : m;
+      const float alpha = ex2(mx[r] - mu);
+      mx[r] = m;
+      float sum = 0.f;
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt) {
+        s[nt][2 * r] = ex2(s[nt][2 * r] - mu);
+        s[nt][2 * r + 1] = ex2(s[nt][2 * r + 1] - mu);
+        sum += s[nt][2 * r] + s[nt][2 * r + 1];
+      }
+      lsum[r] = lsum[r] * alpha + sum;
+#pragma unroll
+      for (int dt = 0; dt < D / 8; ++dt) {
+        acc[dt][2 * r] *= alpha;
+        acc[dt][2 * r + 1] *= alpha;
+      }
+    }
+    uint32_t a[4] = {pack2<T>(s[0][0], s[0][1]), pack2<T>(s[0][2], s[0][3]),
+                     pack2<T>(s[1][0], s[1][1]), pack2<T>(s[1][2], s[1][3])};
+#pragma unroll
+    for (int d2 = 0; d2 < D / 16; ++d2) {
+      uint32_t bb[4];
+      ldsm_x4_t(bb, at<RB>(va, warp * 16, ln.y_a, d2));
+      mma16816<T>(acc[2 * d2], a, bb[0], bb[1]);
+      mma16816<T>(acc[2 * d2 + 1], a, bb[2], bb[3]);
+    }
+    __syncthreads();
+  }
+  cp_async_wait<0>();
+  __syncthreads();
+  // Merge the warps: (m, l) and unnormalised o of each row through shared memory.
+  float* so = reinterpret_cast<float*>(smem);        // (warps, rows, D)
+  float* sm = so + kDecodeWarps * R * D;              // (warps, rows)
+  float* sl = sm + kDecodeWarps * R;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int row = g + 8 * r;
+    const float l = quad_sum(lsum[r]);
+    if (t == 0) {
+      sm[warp * R + row] = mx[r];
+      sl[warp * R + row] = l;
+    }
+#pragma unroll
+    for (int dt = 0; dt < D / 8; ++dt) {
+      so[(warp * R + row) * D + dt * 8 + 2 * t] = acc[dt][2 * r];
+      so[(warp * R + row) * D + dt * 8 + 2 * t + 1] = acc[dt][2 * r + 1];
+    }
+  }
+  __syncthreads();
+  const int64_t part = (static_cast<int64_t>(b) * p.hkv + hk) * splits + split;
+  for (int idx = tid; idx < rows * p.d; idx += NT) {
+    const int row = idx / p.d, c = idx % p.d;
+    float m = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kDecodeWarps; ++w) m = fmaxf(m, sm[w * R + row]);
+    float l = 0.f, o = 0.f;
+#pragma unroll
+    for (int w = 0; w < kDecodeWarps; ++w) {
+      const float f = sl[w * R + row] == 0.f ? 0.f : ex2(sm[w * R + row] - m);
+      l += sl[w * R + row] * f;
+      o += so[(w * R + row) * D + c] * f;
+    }
+    po[(part * R + row) * p.d + c] = l > 0.f ? o / l : 0.f;
+    if (c == 0) {
+      pm[part * R + row] = m;
+      pl[part * R + row] = l;
+    }
+  }
+#endif
+}
+
+// o and lse of each (batch, query head, query) from the splits' partials:
+// one block of kCombineThreads a row, the splits' weights l 2^(m - max) in
+// shared memory (splits floats).
+constexpr int kCombineThreads = 128;
+
+template <bool Max>
+__device__ __forceinline__ float block_reduce(float x, float* red) {
+#pragma unroll
+  for (int s = 16; s > 0; s /= 2) {
+    float y = __shfl_xor_sync(0xffffffff, x, s);
+    x = Max ? fmaxf(x, y) : x + y;
+  }
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  __syncthreads();
+  if (lane == 0) red[warp] = x;
+  __syncthreads();
+  x = red[0];
+  for (int w = 1; w < kCombineThreads / 32; ++w) x = Max ? fmaxf(x, red[w]) : x + red[w];
+  return x;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kCombineThreads)
+    decode_combine_kernel(const FwdParams p, int splits, const float* po, const float* pm,
+                          const float* pl) {
+  extern __shared__ float wts[];
+  __shared__ float red[kCombineThreads / 32];
+  const int64_t row = blockIdx.x;
+  const int tid = threadIdx.x;
+  const int i = row % p.tq, h = (row / p.tq) % p.hq, b = row / (static_cast<int64_t>(p.tq) * p.hq);
+  const int rep = p.hq / p.hkv, hk = h / rep, r = (h % rep) * p.tq + i;
+  const int64_t part0 = (static_cast<int64_t>(b) * p.hkv + hk) * splits;
+  float m = -INFINITY;
+  for (int sp = tid; sp < splits; sp += kCombineThreads) {
+    const int64_t q = (part0 + sp) * kDecodeRows + r;
+    if (pl[q] > 0.f) m = fmaxf(m, pm[q]);
+  }
+  const float sk = p.sinks ? p.sinks[h] * kLog2e : -INFINITY;
+  const float mt = fmaxf(block_reduce<true>(m, red), sk);
+  float l = 0.f;
+  for (int sp = tid; sp < splits; sp += kCombineThreads) {
+    const int64_t q = (part0 + sp) * kDecodeRows + r;
+    const float w = pl[q] > 0.f ? pl[q] * ex2(pm[q] - mt) : 0.f;
+    wts[sp] = w;
+    l += w;
+  }
+  l = block_reduce<false>(l, red) + (p.sinks ? ex2(sk - mt) : 0.f);
+  const float inv = l > 0.f ? 1.f / l : 0.f;
+  T* o = static_cast<T*>(p.o) + row * p.d;
+  for (int c = tid; c < p.d; c += kCombineThreads) {
+    float acc = 0.f;
+#pragma unroll 8
+    for (int sp = 0; sp < splits; ++sp) {
+      acc += wts[sp] * po[((part0 + sp) * kDecodeRows + r) * p.d + c];
+    }
+    o[c] = from_f<T>(acc * inv);
+  }
+  if (tid == 0) p.lse[row] = mt == kLowest ? kLowest : (mt + log2f(l)) * kLn2;
+}
+
 // ---- launches (host side)
 
 // The padded head dim of a kernel for head dim d (a multiple of 8): 64, 128
@@ -698,6 +959,54 @@ inline int padded_dim(int d) {
 }
 // Whether the backward kernel covers head dim d.
 inline bool backward_covers(int d) { int dp = padded_dim(d); return dp && dp <= 128; }
+
+// Whether the split-key decoding kernels take p: every query row of a k/v
+// head's group in one m16 tile, keys enough to split, head dims to 128.
+inline bool use_decode(const FwdParams& p) {
+  return (p.hq / p.hkv) * p.tq <= kDecodeRows && p.tkv >= 512 && padded_dim(p.d) <= 128;
+}
+
+// Splits for p on a GPU of `sms` multiprocessors: about one wave of two
+// blocks a multiprocessor, chunks of whole key tiles.
+inline DecodeSplit decode_split(const FwdParams& p, int sms) {
+  const int64_t groups = static_cast<int64_t>(p.b) * p.hkv;
+  const int tiles = (p.tkv + kDecodeBN - 1) / kDecodeBN;
+  int splits = static_cast<int>(std::min<int64_t>(tiles, std::max<int64_t>(1, 2 * sms / groups)));
+  const int chunk = ((tiles + splits - 1) / splits) * kDecodeBN;
+  return {(p.tkv + chunk - 1) / chunk, chunk};
+}
+
+// Floats of scratch the decoding kernels need for p split as sp.
+inline int64_t decode_scratch_floats(const FwdParams& p, DecodeSplit sp) {
+  return static_cast<int64_t>(p.b) * p.hkv * sp.splits * kDecodeRows * (p.d + 2);
+}
+
+template <typename T, int D>
+cudaError_t launch_decode(const FwdParams& p, DecodeSplit sp, float* scratch, cudaStream_t st) {
+  using Cfg = DecodeConfig<T, D>;
+  auto kern = decode_kernel<T, D>;
+  cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::smem);
+  if (e != cudaSuccess) return e;
+  const int64_t parts = static_cast<int64_t>(p.b) * p.hkv * sp.splits * kDecodeRows;
+  float* po = scratch;
+  float* pm = po + parts * p.d;
+  float* pl = pm + parts;
+  kern<<<dim3(sp.splits, p.hkv, p.b), Cfg::NT, Cfg::smem, st>>>(p, sp.chunk, po, pm, pl);
+  if ((e = cudaGetLastError()) != cudaSuccess) return e;
+  const int64_t rows = static_cast<int64_t>(p.b) * p.hq * p.tq;
+  decode_combine_kernel<T><<<static_cast<unsigned>(rows), kCombineThreads,
+                             sp.splits * sizeof(float), st>>>(p, sp.splits, po, pm, pl);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t decode(const FwdParams& p, DecodeSplit sp, float* scratch, cudaStream_t st) {
+  switch (padded_dim(p.d)) {
+    case 64: return launch_decode<T, 64>(p, sp, scratch, st);
+    case 128: return launch_decode<T, 128>(p, sp, scratch, st);
+    default: return cudaErrorInvalidValue;
+  }
+}
 
 template <typename T, int D, int W, int BN>
 cudaError_t launch_fwd(const FwdParams& p, cudaStream_t st) {
@@ -713,7 +1022,7 @@ cudaError_t launch_fwd(const FwdParams& p, cudaStream_t st) {
 template <typename T>
 cudaError_t forward(const FwdParams& p, cudaStream_t st) {
   switch (padded_dim(p.d)) {
-    case 64: return launch_fwd<T, 64, 8, 64>(p, st);
+    case 64: return launch_fwd<T, 64, 4, 64>(p, st);
     case 128: return launch_fwd<T, 128, 8, 64>(p, st);
     case 256: return launch_fwd<T, 256, 4, 32>(p, st);
     default: return cudaErrorInvalidValue;
