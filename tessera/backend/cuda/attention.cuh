@@ -184,6 +184,47 @@ __device__ __forceinline__ uint32_t at(uint32_t base, int r0, uint32_t y, int kk
   return base + r0 * RB + (y ^ (kk * 32));
 }
 
+// c (16 x 8 NB) += a (16 x 16 KS: rows r0.. of a tile, ldmatrix from base_a)
+// times the transpose of rows 0.. of a tile (ldmatrix from base_b, "b"
+// pattern): q k^T, k q^T, v dO^T.
+template <typename T, int KS, int NB, int RB>
+__device__ __forceinline__ void mma_rows_rows(float (&c)[NB][4], uint32_t base_a, int r0,
+                                              const Lanes& ln, uint32_t base_b) {
+#pragma unroll
+  for (int kk = 0; kk < KS; ++kk) {
+    uint32_t a[4];
+    ldsm_x4(a, at<RB>(base_a, r0, ln.y_a, kk));
+#pragma unroll
+    for (int n2 = 0; n2 < NB / 2; ++n2) {
+      uint32_t bb[4];
+      ldsm_x4(bb, at<RB>(base_b, n2 * 16, ln.y_b, kk));
+      mma16816<T>(c[2 * n2], a, bb[0], bb[1]);
+      mma16816<T>(c[2 * n2 + 1], a, bb[2], bb[3]);
+    }
+  }
+}
+
+// c (16 x 8 NB) += f (16 x 8 KB float accumulators, rounded to T as an A
+// operand) times rows r0.. of a tile read transposed (base_b, "a" pattern):
+// P v, P^T dO, dS^T q.
+template <typename T, int KB, int NB, int RB>
+__device__ __forceinline__ void mma_frags_rows(float (&c)[NB][4], const float (&f)[KB][4],
+                                               uint32_t base_b, int r0, const Lanes& ln) {
+#pragma unroll
+  for (int kk = 0; kk < KB / 2; ++kk) {
+    uint32_t a[4] = {pack2<T>(f[2 * kk][0], f[2 * kk][1]), pack2<T>(f[2 * kk][2], f[2 * kk][3]),
+                     pack2<T>(f[2 * kk + 1][0], f[2 * kk + 1][1]),
+                     pack2<T>(f[2 * kk + 1][2], f[2 * kk + 1][3])};
+#pragma unroll
+    for (int d2 = 0; d2 < NB / 2; ++d2) {
+      uint32_t bb[4];
+      ldsm_x4_t(bb, at<RB>(base_b, r0 + kk * 16, ln.y_a, d2));
+      mma16816<T>(c[2 * d2], a, bb[0], bb[1]);
+      mma16816<T>(c[2 * d2 + 1], a, bb[2], bb[3]);
+    }
+  }
+}
+
 // Rows [0, R) of a tile from g (row stride rs) into shared memory; rows from
 // `rows` on and columns from d on are zero-filled.
 template <typename T, int R, int C, int NT>
@@ -300,18 +341,7 @@ __global__ void __launch_bounds__(32 * W) fwd_kernel(const FwdParams p) {
     float s[BN / 8][4];
 #pragma unroll
     for (int i = 0; i < BN / 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      uint32_t a[4];
-      ldsm_x4(a, at<RB>(qa, r_base, ln.y_a, kk));
-#pragma unroll
-      for (int n2 = 0; n2 < BN / 16; ++n2) {
-        uint32_t bb[4];
-        ldsm_x4(bb, at<RB>(kb, n2 * 16, ln.y_b, kk));
-        mma16816<T>(s[2 * n2], a, bb[0], bb[1]);
-        mma16816<T>(s[2 * n2 + 1], a, bb[2], bb[3]);
-      }
-    }
+    mma_rows_rows<T, D / 16, BN / 8, RB>(s, qa, r_base, ln, kb);
     const int n0 = nb * BN;
     const bool edge = n0 + BN > p.tkv;
     const bool general = p.mask_kind >= kBool || (p.mask_kind == kCausal && n0 + BN - 1 > m0 + off);
@@ -354,19 +384,7 @@ __global__ void __launch_bounds__(32 * W) fwd_kernel(const FwdParams p) {
         acc[dt][2 * r + 1] *= alpha;
       }
     }
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) {
-      uint32_t a[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]), pack2<T>(s[2 * kk][2], s[2 * kk][3]),
-                       pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                       pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-#pragma unroll
-      for (int d2 = 0; d2 < D / 16; ++d2) {
-        uint32_t bb[4];
-        ldsm_x4_t(bb, at<RB>(va, kk * 16, ln.y_a, d2));
-        mma16816<T>(acc[2 * d2], a, bb[0], bb[1]);
-        mma16816<T>(acc[2 * d2 + 1], a, bb[2], bb[3]);
-      }
-    }
+    mma_frags_rows<T, BN / 8, D / 8, RB>(acc, s, va, 0, ln);
     __syncthreads();
   }
   cp_async_wait<0>();
@@ -525,18 +543,7 @@ __global__ void __launch_bounds__(32 * W) bwd_kernel(const BwdParams bp) {
     float s[BM / 8][4];
 #pragma unroll
     for (int i = 0; i < BM / 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      uint32_t a[4];
-      ldsm_x4(a, at<RB>(ka, kw, ln.y_a, kk));
-#pragma unroll
-      for (int n2 = 0; n2 < BM / 16; ++n2) {
-        uint32_t bb[4];
-        ldsm_x4(bb, at<RB>(qb, n2 * 16, ln.y_b, kk));
-        mma16816<T>(s[2 * n2], a, bb[0], bb[1]);
-        mma16816<T>(s[2 * n2 + 1], a, bb[2], bb[3]);
-      }
-    }
+    mma_rows_rows<T, D / 16, BM / 8, RB>(s, ka, kw, ln, qb);
     // P^T; hidden[] remembers the entries whose gradient is cut (causal, boolean).
     uint32_t hidden = 0;
 #pragma unroll
@@ -557,35 +564,12 @@ __global__ void __launch_bounds__(32 * W) bwd_kernel(const BwdParams bp) {
       }
     }
     // dV += P^T dO
-#pragma unroll
-    for (int kk = 0; kk < BM / 16; ++kk) {
-      uint32_t a[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]), pack2<T>(s[2 * kk][2], s[2 * kk][3]),
-                       pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                       pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-#pragma unroll
-      for (int d2 = 0; d2 < D / 16; ++d2) {
-        uint32_t bb[4];
-        ldsm_x4_t(bb, at<RB>(doa, kk * 16, ln.y_a, d2));
-        mma16816<T>(dv[2 * d2], a, bb[0], bb[1]);
-        mma16816<T>(dv[2 * d2 + 1], a, bb[2], bb[3]);
-      }
-    }
+    mma_frags_rows<T, BM / 8, D / 8, RB>(dv, s, doa, 0, ln);
     // dP^T = V dO^T
     float dp[BM / 8][4];
 #pragma unroll
     for (int i = 0; i < BM / 8; ++i) dp[i][0] = dp[i][1] = dp[i][2] = dp[i][3] = 0.f;
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      uint32_t a[4];
-      ldsm_x4(a, at<RB>(va, kw, ln.y_a, kk));
-#pragma unroll
-      for (int n2 = 0; n2 < BM / 16; ++n2) {
-        uint32_t bb[4];
-        ldsm_x4(bb, at<RB>(dob, n2 * 16, ln.y_b, kk));
-        mma16816<T>(dp[2 * n2], a, bb[0], bb[1]);
-        mma16816<T>(dp[2 * n2 + 1], a, bb[2], bb[3]);
-      }
-    }
+    mma_rows_rows<T, D / 16, BM / 8, RB>(dp, va, kw, ln, dob);
     // dS^T = P^T (dP^T - delta), kept in s, stored to shared memory.
 #pragma unroll
     for (int nt = 0; nt < BM / 8; ++nt) {
@@ -603,19 +587,7 @@ __global__ void __launch_bounds__(32 * W) bwd_kernel(const BwdParams bp) {
       }
     }
     // dK += dS^T Q
-#pragma unroll
-    for (int kk = 0; kk < BM / 16; ++kk) {
-      uint32_t a[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]), pack2<T>(s[2 * kk][2], s[2 * kk][3]),
-                       pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                       pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-#pragma unroll
-      for (int d2 = 0; d2 < D / 16; ++d2) {
-        uint32_t bb[4];
-        ldsm_x4_t(bb, at<RB>(qa, kk * 16, ln.y_a, d2));
-        mma16816<T>(dk[2 * d2], a, bb[0], bb[1]);
-        mma16816<T>(dk[2 * d2 + 1], a, bb[2], bb[3]);
-      }
-    }
+    mma_frags_rows<T, BM / 8, D / 8, RB>(dk, s, qa, 0, ln);
     __syncthreads();
     // dQ += scale dS K, added atomically: warp w takes query rows 16 (w % RG)
     // and a slice of the head dim.
@@ -835,15 +807,7 @@ __global__ void __launch_bounds__(32 * kDecodeWarps) decode_kernel(const FwdPara
         acc[dt][2 * r + 1] *= alpha;
       }
     }
-    uint32_t a[4] = {pack2<T>(s[0][0], s[0][1]), pack2<T>(s[0][2], s[0][3]),
-                     pack2<T>(s[1][0], s[1][1]), pack2<T>(s[1][2], s[1][3])};
-#pragma unroll
-    for (int d2 = 0; d2 < D / 16; ++d2) {
-      uint32_t bb[4];
-      ldsm_x4_t(bb, at<RB>(va, warp * 16, ln.y_a, d2));
-      mma16816<T>(acc[2 * d2], a, bb[0], bb[1]);
-      mma16816<T>(acc[2 * d2 + 1], a, bb[2], bb[3]);
-    }
+    mma_frags_rows<T, 2, D / 8, RB>(acc, s, va, warp * 16, ln);
     __syncthreads();
   }
   cp_async_wait<0>();
