@@ -115,9 +115,6 @@ class ScaledDotProductAttention : public Custom {
                          const std::vector<int>& argnums,
                          const std::vector<array>& outputs) override;
 
-  float scale() const { return scale_; }
-  Mask mask() const { return mask_; }
-  bool has_sinks() const { return has_sinks_; }
   // Whether a fused kernel covers these inputs on stream s: the forward pass,
   // or the backward pass too.
   static bool kernel_covers(const Stream& s, Mask mask, const std::vector<array>& inputs,
