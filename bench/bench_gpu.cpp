@@ -224,6 +224,47 @@ int main(int argc, char** argv) {
                  "us/op\n",
                  t / n * 1e6, build / n * 1e6, launched / n * 1e6);
   }
+  {
+    // Attention, bfloat16 (B, N, T, D) = (4, 32, 4096, 128); causal counts half
+    // the flops of 2 products (forward), 7 products with the backward pass.
+    const int B = 4, N = 32, T = 4096, D = 128;
+    const double fwd_flop = 4.0 * B * N * double(T) * T * D / 2;
+    const float scale = 1.0f / std::sqrt(float(D));
+    if (bench::wanted(argc, argv, "sdpa_causal_bf16_4x32x4096x128_fwd")) {
+      array q = filled({B, N, T, D}, bfloat16), k = filled({B, N, T, D}, bfloat16),
+            v = filled({B, N, T, D}, bfloat16);
+      bench::report("sdpa_causal_bf16_4x32x4096x128_fwd",
+                    bench::time_median([&] {
+                      run([&] { return fast::scaled_dot_product_attention(q, k, v, scale, "causal"); });
+                    }, 10, 3),
+                    fwd_flop, "flop");
+    }
+    if (bench::wanted(argc, argv, "sdpa_causal_bf16_4x32x4096x128_fwd_bwd")) {
+      array q = filled({B, N, T, D}, bfloat16), k = filled({B, N, T, D}, bfloat16),
+            v = filled({B, N, T, D}, bfloat16), d_o = filled({B, N, T, D}, bfloat16);
+      auto f = [&](const std::vector<array>& a) {
+        return std::vector{fast::scaled_dot_product_attention(a[0], a[1], a[2], scale, "causal")};
+      };
+      bench::report("sdpa_causal_bf16_4x32x4096x128_fwd_bwd",
+                    bench::time_median([&] {
+                      auto [outs, grads] = vjp(f, {q, k, v}, {d_o});
+                      eval(grads);
+                      synchronize();
+                    }, 10, 3),
+                    3.5 * fwd_flop, "flop");
+    }
+    if (bench::wanted(argc, argv, "sdpa_decode_bf16_32q_8kv_32k")) {
+      // One query of 32 heads against a 32k cache of 8 k/v heads: the bytes of k and v.
+      const int Tkv = 32768;
+      array q = filled({1, 32, 1, D}, bfloat16), k = filled({1, 8, Tkv, D}, bfloat16),
+            v = filled({1, 8, Tkv, D}, bfloat16);
+      bench::report("sdpa_decode_bf16_32q_8kv_32k",
+                    bench::time_median([&] {
+                      run([&] { return fast::scaled_dot_product_attention(q, k, v, scale); });
+                    }, 20, 3),
+                    2.0 * 8 * Tkv * D * 2, "byte");
+    }
+  }
   for (auto [name, d] : {std::pair{"mlp_value_and_grad_gpu", Device::gpu},
                          std::pair{"mlp_value_and_grad_cpu", Device::cpu}}) {
     if (bench::wanted(argc, argv, name)) {

@@ -151,6 +151,27 @@ def main():
             return x
         report("dispatch_chain_10000", time_median(chain) / n, 1, "op")
 
+    B, N, T, D = 4, 32, 4096, 128
+    fwd_flop = 4.0 * B * N * T * T * D / 2
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    if wanted("sdpa_causal_bf16_4x32x4096x128_fwd"):
+        q, k, v = (filled((B, N, T, D), torch.bfloat16) for _ in range(3))
+        report("sdpa_causal_bf16_4x32x4096x128_fwd",
+               time_median(lambda: sdpa(q, k, v, is_causal=True), 10, 3), fwd_flop, "flop")
+    if wanted("sdpa_causal_bf16_4x32x4096x128_fwd_bwd"):
+        q, k, v = (filled((B, N, T, D), torch.bfloat16).requires_grad_() for _ in range(3))
+        d_o = filled((B, N, T, D), torch.bfloat16)
+
+        def step():
+            return torch.autograd.grad(sdpa(q, k, v, is_causal=True), (q, k, v), d_o)
+        report("sdpa_causal_bf16_4x32x4096x128_fwd_bwd", time_median(step, 10, 3), 3.5 * fwd_flop, "flop")
+    if wanted("sdpa_decode_bf16_32q_8kv_32k"):
+        t_kv = 32768
+        q = filled((1, 32, 1, D), torch.bfloat16)
+        k, v = (filled((1, 8, t_kv, D), torch.bfloat16) for _ in range(2))
+        report("sdpa_decode_bf16_32q_8kv_32k",
+               time_median(lambda: sdpa(q, k, v, enable_gqa=True), 20, 3), 2.0 * 8 * t_kv * D * 2, "byte")
+
     for name, dev in (("mlp_value_and_grad_gpu", "cuda"), ("mlp_value_and_grad_cpu", "cpu")):
         if wanted(name):
             report(name, mlp_step(dev), 3 * 4 * 2.0 * 256 * 1024 * 1024, "flop")

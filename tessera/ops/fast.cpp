@@ -294,17 +294,17 @@ array scaled_dot_product_attention(const array& q, const array& k, const array& 
       scores = m.dtype() == bool_ ? where(grouped, scores, lowest, st)
                                   : add(scores, astype(grouped, ct, st), st);
     }
-    array probs = scores;
     if (has_sinks) {
       // The sink is one more column of the softmax that contributes no value.
       array column = broadcast_to(reshape(astype(in[next], ct, st), {1, n_kv, rep, 1, 1}, st),
                                   {b, n_kv, rep, t_q, 1}, st);
-      probs = last_axis(softmax(concatenate({scores, column}, -1, st), -1, false, st), 0, t_kv, st);
-    } else {
-      probs = softmax(scores, -1, false, st);
+      scores = concatenate({scores, column}, -1, st);
     }
+    array probs = softmax(scores, -1, false, st);
+    if (has_sinks) probs = last_axis(probs, 0, t_kv, st);
     array out = matmul(astype(probs, v.dtype(), st), expand_dims(v, 2, st), st);
-    return std::vector<array>{reshape(out, {b, n_q, t_q, v.shape(3)}, st)};
+    return std::vector<array>{reshape(out, {b, n_q, t_q, v.shape(3)}, st),
+                              reshape(logsumexp(scores, -1, false, st), {b, n_q, t_q}, st)};
   };
   std::vector<array> inputs{q, k, v};
   if (mask_arr) inputs.push_back(std::move(*mask_arr));
@@ -314,7 +314,10 @@ array scaled_dot_product_attention(const array& q, const array& k, const array& 
   if (force_fused && p->use_fallback(inputs)) {
     throw_invalid(op, "no fused kernel covers this case, so force_fused cannot be met");
   }
-  return finish(std::move(p), {b, n_q, t_q, v.shape(3)}, v.dtype(), std::move(inputs));
+  Dtype lse_type = compute_type(promote_types(q.dtype(), k.dtype()));
+  // The fallback's results are {o, lse} too: o either way.
+  return node_or_fallback(std::move(p), {{b, n_q, t_q, v.shape(3)}, {b, n_q, t_q}},
+                          {v.dtype(), lse_type}, std::move(inputs))[0];
 }
 
 }  // namespace tessera::fast

@@ -411,6 +411,129 @@ TEST(Fast, test_attention_causal_aligns_to_the_end_and_one_query) {
   }
 }
 
+// ---- the fused attention kernels (GPU, bfloat16 and float16)
+
+namespace {
+
+struct KernelCase {
+  std::string name;
+  int b, n_q, n_kv, t_q, t_kv, d;
+  MaskKind mask;
+  bool sinks;
+  bool heads_inner;  // q, k, v views of (B, T, N, D) storage
+};
+
+// ||a - b|| / ||b|| over the values of two arrays of one shape.
+double relative_error(const array& a, const array& b) {
+  auto va = values(a), vb = values(b);
+  double num = 0, den = 0;
+  for (size_t i = 0; i < va.size(); ++i) {
+    if (std::isnan(va[i])) return INFINITY;
+    num += (va[i] - vb[i]) * (va[i] - vb[i]);
+    den += vb[i] * vb[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-300));
+}
+
+}  // namespace
+
+// Each case the kernels cover (on a GPU; elsewhere the same calls take the
+// fallback) against the fallback's graph in float32 on the CPU: values, and
+// the gradients of q, k, v (and sinks) of a random linear function of the
+// output.
+TEST(Fast, test_attention_kernel_cases_against_the_fallback_in_float32) {
+  const std::vector<KernelCase> cases = {
+      {"no mask d64", 1, 2, 2, 7, 63, 64, MaskKind::none, false, false},
+      {"causal d128", 2, 4, 4, 63, 63, 128, MaskKind::causal, false, false},
+      {"causal d128 t_q < t_kv gqa", 1, 4, 2, 7, 1000, 128, MaskKind::causal, false, false},
+      {"causal d64 t_q > t_kv (rows without keys)", 1, 2, 1, 63, 7, 64, MaskKind::causal, false,
+       false},
+      {"causal one query gqa 4", 1, 8, 2, 1, 4097, 128, MaskKind::causal, false, false},
+      {"d80 gqa, heads-inner views", 2, 6, 2, 33, 129, 80, MaskKind::none, false, true},
+      {"d96 sinks", 1, 4, 2, 63, 100, 96, MaskKind::none, true, false},
+      {"causal d128 sinks", 1, 2, 1, 130, 130, 128, MaskKind::causal, true, false},
+      {"boolean mask d64", 2, 2, 2, 70, 90, 64, MaskKind::boolean, false, false},
+      {"additive mask d128 gqa", 1, 4, 2, 64, 64, 128, MaskKind::additive, false, false},
+      {"additive mask d64 sinks gqa 4", 1, 4, 1, 33, 257, 64, MaskKind::additive, true, true},
+      {"causal d256 gqa", 1, 4, 2, 100, 100, 256, MaskKind::causal, false, false},
+      // Query rows of a group in one tile and long keys: the split-key kernels.
+      {"decode boolean mask sinks d64 gqa 4", 2, 4, 1, 2, 700, 64, MaskKind::boolean, true,
+       false},
+      {"decode additive mask d128 gqa 8", 1, 8, 1, 2, 1500, 128, MaskKind::additive, false,
+       true},
+  };
+  for (auto dev : harness::devices()) {
+    StreamContext ctx(dev);
+    for (Dtype t : {bfloat16, float16}) {
+      // Probabilities and outputs are rounded to t: a few units of its last place.
+      const double tol = t == bfloat16 ? 2e-2 : 4e-3, grad_tol = t == bfloat16 ? 3e-2 : 6e-3;
+      uint64_t seed = 100;
+      for (const auto& c : cases) {
+        const std::string name = c.name + " " + dname(t) + " on " +
+                                 (dev == Device::gpu ? "gpu" : "cpu");
+        auto heads = [&](int n, int len, uint64_t sd, double lo, double hi) {
+          Shape stored = c.heads_inner ? Shape{c.b, len, n, c.d} : Shape{c.b, n, len, c.d};
+          array a = input(stored, t, sd, lo, hi).a;
+          return c.heads_inner ? swapaxes(a, 1, 2) : a;
+        };
+        std::vector<array> in = {heads(c.n_q, c.t_q, ++seed, -1.5, 1.5),
+                                 heads(c.n_kv, c.t_kv, ++seed, -1.5, 1.5),
+                                 heads(c.n_kv, c.t_kv, ++seed, -1, 1)};
+        std::string mode = c.mask == MaskKind::causal ? "causal" : "";
+        std::optional<array> mask;
+        if (c.mask == MaskKind::boolean) {
+          mode = "array";
+          Values keep = harness::random_values(c.b * c.t_q * c.t_kv, bool_, 0, 1, ++seed);
+          mask = reshape(astype(array(keep.begin(), {c.b * c.t_q * c.t_kv}, float64), bool_),
+                         {c.b, 1, c.t_q, c.t_kv});
+        } else if (c.mask == MaskKind::additive) {
+          mode = "array";
+          mask = input({c.n_q, c.t_q, c.t_kv}, t, ++seed, -2, 2).a;
+        }
+        const int sinks_at = c.sinks ? 3 : -1;
+        if (c.sinks) in.push_back(input({c.n_q}, float32, ++seed, -1, 2).a);
+        // f(q, k, v, sinks?) with the mask in dtype mask_t.
+        auto attend_with = [&](Dtype mask_t) {
+          std::optional<array> m;
+          if (mask) m = mask->dtype() == bool_ ? *mask : astype(*mask, mask_t);
+          return [mode, m, sinks_at, d = c.d](const std::vector<array>& a) {
+            std::optional<array> sk;
+            if (sinks_at >= 0) sk = a[sinks_at];
+            return std::vector{fast::scaled_dot_product_attention(
+                a[0], a[1], a[2], 1.0f / std::sqrt(float(d)), mode, m, sk)};
+          };
+        };
+        auto attend = attend_with(t);
+        // The reference: the fallback on float32 copies, on the CPU.
+        auto reference = [&, f32_attend = attend_with(float32)](const std::vector<array>& a) {
+          fast::FallbackScope plain;
+          std::vector<array> f32;
+          for (const auto& x : a) f32.push_back(astype(x, float32));
+          return f32_attend(f32);
+        };
+        array out = attend(in)[0];
+        EXPECT_EQ(out.dtype(), t) << name;
+        const bool fused = dev == Device::gpu;
+        EXPECT_EQ(primitive_of(out) == "ScaledDotProductAttention", fused) << name;
+        array cot = input(out.shape(), t, ++seed, -1, 1).a;
+        std::vector<array> want, want_grads;
+        {
+          StreamContext cpu(Device::cpu);
+          want = reference(in);
+          want_grads = vjp(reference, in, {astype(cot, float32)}).second;
+        }
+        EXPECT_LT(relative_error(out, want[0]), tol) << name;
+        auto grads = vjp(attend, in, {cot}).second;
+        for (int i = 0; i < static_cast<int>(in.size()); ++i) {
+          EXPECT_EQ(grads[i].dtype(), in[i].dtype()) << name << " gradient " << i;
+          EXPECT_LT(relative_error(grads[i], want_grads[i]), i == sinks_at ? 3 * grad_tol : grad_tol)
+              << name << " gradient " << i;
+        }
+      }
+    }
+  }
+}
+
 // ---- the primitive's node
 
 TEST(Fast, test_primitive_node_equals_the_fallback_with_its_transforms) {

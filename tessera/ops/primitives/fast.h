@@ -9,7 +9,7 @@
 //     asks use_fallback(inputs) whether a kernel of the stream's backend covers
 //     the case. If none does, it returns fallback(inputs): the plain graph,
 //     which every backend runs and every transform sees through, with no fast
-//     node in it.
+//     node in it (a FallbackScope asks for it in every case).
 //   - Otherwise the op creates the node. Custom::eval_cpu and eval_gpu run the
 //     fallback on the evaluated inputs (a nested evaluation on the same stream,
 //     Note [Nested evaluation] in core/eval.cpp) and take over its results'
@@ -25,7 +25,8 @@
 //     derivatives are ordinary lazy graphs.
 // A fused kernel plugs in per primitive: declare eval_gpu in its class below
 // with TESSERA_EVAL_GPU_MULTI (a build without CUDA then keeps Custom's), define
-// it in backend/cuda/fast.cu, and override use_fallback to return false
+// it in backend/cuda/fast.cu (attention: backend/cuda/attention.cu), and
+// override use_fallback to return false
 // for exactly the cases it covers (dtype, sizes, mask kinds, stream().device),
 // so that every other case still takes the fallback; the kernel calls
 // Custom::eval_gpu for a case it does not cover (a PrimitiveScope makes nodes
@@ -154,7 +155,10 @@ class RoPE : public Custom {
   float scale_;
 };
 
-// Inputs {q, k, v, mask? (mask_mode array), sinks?}.
+// Inputs {q, k, v, mask? (mask_mode array), sinks?}; outputs {o, lse}: lse
+// (B, N_q, T_q) is the log-sum-exp of each row of scores (sinks included), in
+// the compute dtype, which the fused backward pass reads (Note [Flash attention
+// kernels] in backend/cuda/attention.cuh). The op returns o alone.
 class ScaledDotProductAttention : public Custom {
  public:
   enum class Mask { none, causal, array };
@@ -162,6 +166,16 @@ class ScaledDotProductAttention : public Custom {
       : Custom(s, std::move(fallback)), scale_(scale), mask_(mask), has_sinks_(has_sinks) {}
   TESSERA_PRIMITIVE_NAME(ScaledDotProductAttention)
   bool is_equivalent(const Primitive& other) const override;
+  bool use_fallback(const std::vector<array>& inputs) const override;
+  TESSERA_EVAL_GPU_MULTI
+  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
+                         const std::vector<int>& argnums,
+                         const std::vector<array>& outputs) override;
+
+  // Whether a fused kernel covers these inputs on stream s: the forward pass,
+  // or the backward pass too.
+  static bool kernel_covers(const Stream& s, Mask mask, const std::vector<array>& inputs,
+                            bool backward);
 
  private:
   float scale_;
@@ -174,6 +188,24 @@ class ScaledDotProductAttention : public Custom {
 // is open (see Note [Fast primitives]).
 std::vector<array> node_or_fallback(std::shared_ptr<Custom> p, std::vector<Shape> shapes,
                                     std::vector<Dtype> dtypes, std::vector<array> inputs);
+
+// The gradients {dq, dk, dv} of attention, from inputs {q, k, v, mask?,
+// sinks?, o, lse, d_o, d_lse}; its fallback differentiates the forward
+// fallback's graph.
+class ScaledDotProductAttentionVJP : public Custom {
+ public:
+  ScaledDotProductAttentionVJP(Stream s, Fallback fallback, float scale,
+                               ScaledDotProductAttention::Mask mask, bool has_sinks)
+      : Custom(s, std::move(fallback)), scale_(scale), mask_(mask), has_sinks_(has_sinks) {}
+  TESSERA_PRIMITIVE_NAME(ScaledDotProductAttentionVJP)
+  bool is_equivalent(const Primitive& other) const override;
+  TESSERA_EVAL_GPU_MULTI
+
+ private:
+  float scale_;
+  ScaledDotProductAttention::Mask mask_;
+  bool has_sinks_;
+};
 
 // Within its scope, the fast ops of the calling thread create their
 // primitive whatever use_fallback says (see Note [Fast primitives]).

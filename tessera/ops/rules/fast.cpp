@@ -7,8 +7,10 @@
 #include <string>
 #include <typeinfo>
 #include <utility>
+#include <variant>
 
 #include "tessera/core/eval.h"
+#include "tessera/core/gpu.h"
 #include "tessera/ops/ops.h"
 #include "tessera/transforms/transforms.h"
 
@@ -172,6 +174,101 @@ std::vector<array> RoPE::vjp(const std::vector<array>& primals,
 bool ScaledDotProductAttention::is_equivalent(const Primitive& other) const {
   auto* o = dynamic_cast<const ScaledDotProductAttention*>(&other);
   return o && scale_ == o->scale_ && mask_ == o->mask_ && has_sinks_ == o->has_sinks_;
+}
+
+bool ScaledDotProductAttentionVJP::is_equivalent(const Primitive& other) const {
+  auto* o = dynamic_cast<const ScaledDotProductAttentionVJP*>(&other);
+  return o && scale_ == o->scale_ && mask_ == o->mask_ && has_sinks_ == o->has_sinks_;
+}
+
+namespace {
+
+// Whether GPU 0 runs the attention kernels (mma.sync of bfloat16: sm_80 on).
+bool gpu_has_attention_kernels() {
+  static const bool yes = [] {
+    if (gpu::device_count() == 0) return false;
+    auto arch = std::get<std::string>(gpu::device_info(0).at("architecture"));  // "sm_XY"
+    return arch.size() >= 5 && std::stoi(arch.substr(3)) >= 80;
+  }();
+  return yes;
+}
+
+}  // namespace
+
+// The cases of backend/cuda/attention.cu: a GPU stream of sm_80 or later; q, k
+// and v of one dtype, bfloat16 or float16; one head dim (of v too), a multiple
+// of 8 up to 256 (128 for the backward pass); keys; a boolean mask or an
+// additive one of the inputs' dtype; sinks of any real dtype.
+bool ScaledDotProductAttention::kernel_covers(const Stream& s, Mask mask,
+                                              const std::vector<array>& inputs, bool backward) {
+  const array &q = inputs[0], &k = inputs[1], &v = inputs[2];
+  if (s.device != Device::gpu || !gpu_has_attention_kernels()) return false;
+  if ((q.dtype() != bfloat16 && q.dtype() != float16) || k.dtype() != q.dtype() ||
+      v.dtype() != q.dtype()) {
+    return false;
+  }
+  const int d = q.shape(3);
+  if (v.shape(3) != d || d % 8 != 0 || d > (backward ? 128 : 256) || k.shape(2) == 0) return false;
+  if (mask == Mask::array && inputs[3].dtype() != bool_ && inputs[3].dtype() != q.dtype()) {
+    return false;
+  }
+  return true;
+}
+
+bool ScaledDotProductAttention::use_fallback(const std::vector<array>& inputs) const {
+  return !kernel_covers(stream(), mask_, inputs, false);
+}
+
+// With the backward kernel: dq, dk, dv from one ScaledDotProductAttentionVJP
+// node; the gradient of sinks from the saved lse (d sink_h = -sum over rows of
+// exp(sink_h - lse) (rowsum(d_o o) - d_lse)); that of an additive mask through
+// the fallback.
+std::vector<array> ScaledDotProductAttention::vjp(const std::vector<array>& primals,
+                                                  const std::vector<array>& cotangents,
+                                                  const std::vector<int>& argnums,
+                                                  const std::vector<array>& outputs) {
+  if (!kernel_covers(stream(), mask_, primals, true)) return Custom::vjp(primals, cotangents, argnums, outputs);
+  const Stream& st = stream();
+  const size_t n = primals.size();
+  const array &q = primals[0], &k = primals[1], &v = primals[2];
+  std::vector<array> in = primals;
+  in.insert(in.end(), {outputs[0], outputs[1], cotangents[0], cotangents[1]});
+  Fallback forward = fallback();
+  auto grads_fallback = [forward, n](std::vector<array> in) {
+    std::vector<array> prim(in.begin(), in.begin() + n);
+    auto grads = tessera::vjp(forward, prim, {in[n + 2], in[n + 3]}).second;
+    return std::vector<array>{grads[0], grads[1], grads[2]};
+  };
+  std::vector<array> qkv;
+  bool need_qkv = false;
+  for (int i : argnums) need_qkv = need_qkv || i < 3;
+  if (need_qkv) {
+    qkv = array::make_arrays(
+        {q.shape(), k.shape(), v.shape()}, {q.dtype(), k.dtype(), v.dtype()},
+        std::make_shared<ScaledDotProductAttentionVJP>(st, grads_fallback, scale_, mask_, has_sinks_),
+        in);
+  }
+  std::vector<array> out;
+  const int sinks_at = has_sinks_ ? static_cast<int>(n) - 1 : -1;
+  for (int i : argnums) {
+    if (i < 3) {
+      out.push_back(qkv[i]);
+    } else if (i == sinks_at) {
+      const array& sinks = primals[i];
+      array delta = subtract(
+          sum(multiply(astype(cotangents[0], float32, st), astype(outputs[0], float32, st), st), -1,
+              false, st),
+          cotangents[1], st);
+      array p_sink = exp(subtract(reshape(astype(sinks, float32, st), {1, q.shape(1), 1}, st),
+                                  outputs[1], st),
+                         st);
+      out.push_back(astype(negative(sum(multiply(p_sink, delta, st), {0, 2}, false, st), st),
+                           sinks.dtype(), st));
+    } else {
+      out.push_back(Custom::vjp(primals, cotangents, {i}, outputs)[0]);
+    }
+  }
+  return out;
 }
 
 }  // namespace tessera::fast
