@@ -22,6 +22,8 @@ def rate(r):
         return f"{v / 1e9:8.2f} GB/s"
     if unit == "flop":
         return f"{v / 1e9:8.1f} GFLOP/s"
+    if unit == "token":
+        return f"{v:8.1f} tokens/s"
     return f"{r['seconds'] * 1e6:8.3f} us/{unit}"
 
 

@@ -347,6 +347,9 @@ StreamContext::StreamContext(StreamOrDevice s)
     throw std::invalid_argument("[StreamContext] a stream or device is required");
   }
   Stream st = to_stream(s);
+  // What the destructor restores: the default device, and the default stream
+  // of the device this context changes (not always the default device's).
+  prev_stream_ = default_stream(st.device);
   set_default_device(st.device);
   set_default_stream(st);
 }
