@@ -10,7 +10,8 @@ same model eagerly. Random bf16 weights; one framework per process:
     python3 bench/llama_decode.py torch [1b|8b]
 
 Prints JSON lines as bench/bench_gpu.cpp does: the prompt's prefill (tokens)
-and the decode (seconds per generated token).
+and the decode (seconds per generated token), and for the MLX-API frameworks the
+host time to build one decode step's graph (not run).
 """
 import json
 import sys
@@ -20,6 +21,7 @@ CONFIGS = {  # dim, layers, heads, kv_heads, hidden, vocab
     "1b": (2048, 16, 32, 8, 8192, 128256),
     "8b": (4096, 32, 32, 8, 14336, 128256),
     "tiny": (256, 2, 4, 2, 512, 1000),  # a check of the script itself, on any device
+    "1b-ops": (256, 16, 32, 8, 512, 1000),  # the 1b model's ops on small sizes: host time
 }
 PROMPT, GENERATE = 512, 128
 
@@ -128,6 +130,15 @@ def run_mlx_api(mx, nn, size, quantize):
     generate()  # warm-up
     prefill, decode = generate()
     tag = f"llama_{size}{'_q4' if quantize else ''}_bf16"
+    # The host's share of a decode step: building one token's graph, not run.
+    caches, token = new_caches(), mx.array([[1]], mx.int32)
+    mx.eval([c["k"] for c in caches])
+    t0 = time.perf_counter()
+    for _ in range(20):
+        for c in caches:
+            c["offset"] = PROMPT
+        step(token, caches)
+    report(f"{tag}_graph_build", (time.perf_counter() - t0) / 20, 1, "token")
     report(f"{tag}_prefill{PROMPT}", prefill, PROMPT, "token")
     report(f"{tag}_decode", decode / GENERATE, 1, "token")
 
