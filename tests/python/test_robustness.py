@@ -242,10 +242,19 @@ def test_ints_in_range_and_uint64_above_2_63():
     assert mx.array(2**63).dtype == mx.uint64
 
 
-def test_linalg_of_nan_input_names_the_op():
+@pytest.mark.parametrize("name, call", [
+    ("inv", lambda a: mx.linalg.inv(a, stream=mx.cpu)),
+    ("cholesky", lambda a: mx.linalg.cholesky(a, stream=mx.cpu)),
+    ("svd", lambda a: mx.linalg.svd(a, stream=mx.cpu)),
+    ("eig", lambda a: mx.linalg.eig(a, stream=mx.cpu)),
+    ("eigh", lambda a: mx.linalg.eigh(a, stream=mx.cpu)),
+    ("qr", lambda a: mx.linalg.qr(a, stream=mx.cpu)),
+    ("solve", lambda a: mx.linalg.solve(a, mx.ones(2), stream=mx.cpu)),
+])
+def test_linalg_of_nan_input_names_the_op(name, call):
     a = mx.array([[np.nan, 0.0], [0.0, 1.0]])
-    with pytest.raises(ValueError, match=r"\[linalg::inv\].*NaN"):
-        mx.eval(mx.linalg.inv(a, stream=mx.cpu))
+    with pytest.raises(ValueError, match=r"\[linalg::" + name + r"\].*NaN"):
+        mx.eval(call(a))
     still_works()
 
 
