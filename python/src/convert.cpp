@@ -7,27 +7,63 @@
 #include <climits>
 #include <cstring>
 #include <deque>
+#include <limits>
 #include <sstream>
 
 namespace tessera::python {
 
 namespace {
 
-// Default dtype of a Python int: int32, or int64 outside int32's range.
-array int_to_array(nb::handle v, std::optional<Dtype> dtype) {
+// Python ints in [lo, hi] (hi above INT64_MAX when `huge`, a uint64) for an
+// integer dtype: OverflowError as NumPy gives when one is out of its range.
+void check_int_range(long long lo, long long hi, bool huge, Dtype t) {
+  if (!is_integer(t)) return;
+  __int128 min = 0, max = 0;
+  if (is_unsigned(t)) {
+    max = (__int128(1) << (8 * t.size)) - 1;
+  } else {
+    max = (__int128(1) << (8 * t.size - 1)) - 1;
+    min = -max - 1;
+  }
+  auto fail = [&](const std::string& value) {
+    throw std::overflow_error("[array] the Python int " + value + " is out of bounds for " +
+                              dtype_name(t));
+  };
+  if (lo < min) fail(std::to_string(lo));
+  if (huge && !(t == uint64)) fail("above 2^63");
+  if (hi > max) fail(std::to_string(hi));
+}
+
+// A Python int as a signed value, or as an unsigned one above INT64_MAX
+// (`huge`); OverflowError beyond both.
+long long read_int(nb::handle v, bool& huge) {
   int overflow = 0;
   long long x = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+  huge = false;
   if (overflow > 0) {
     unsigned long long u = PyLong_AsUnsignedLongLong(v.ptr());
     if (PyErr_Occurred()) {
       PyErr_Clear();
       throw std::overflow_error("[array] the Python int is too large for any integer dtype");
     }
-    return array(static_cast<uint64_t>(u), dtype.value_or(uint64));
+    huge = true;
+    return static_cast<long long>(u);
   }
   if (overflow < 0) {
     throw std::overflow_error("[array] the Python int is too small for any integer dtype");
   }
+  return x;
+}
+
+// Default dtype of a Python int: int32, or int64 outside int32's range.
+array int_to_array(nb::handle v, std::optional<Dtype> dtype) {
+  bool huge;
+  long long x = read_int(v, huge);
+  if (huge) {
+    if (dtype) check_int_range(0, LLONG_MAX, true, *dtype);
+    return array(static_cast<uint64_t>(x), dtype.value_or(uint64));
+  }
+  if (dtype) check_int_range(x, x, false, *dtype);
   Dtype t = dtype.value_or(x >= INT32_MIN && x <= INT32_MAX ? int32 : int64);
   return array(static_cast<int64_t>(x), t);
 }
@@ -47,11 +83,32 @@ struct ListScan {
   int leaf_depth = -1;
   int kind = -1;  // 0 bool, 1 int, 2 float, 3 complex
   bool wide_int = false;
+  // The range of the ints; `huge`: one is above INT64_MAX (read as uint64).
+  long long lo = LLONG_MAX, hi = LLONG_MIN;
+  bool huge = false;
 };
+
+// Nested lists deeper than this are refused (a list that contains itself
+// would otherwise recurse without end); arrays of more dimensions come from
+// reshape and friends.
+constexpr int kMaxListDepth = 1000;
+
+void check_list_depth(int depth) {
+  if (depth > kMaxListDepth) {
+    throw std::invalid_argument("[array] the nested list is more than " +
+                                std::to_string(kMaxListDepth) +
+                                " levels deep (does it contain itself?)");
+  }
+}
 
 void scan_list(nb::handle v, int depth, ListScan& s) {
   if (PyList_Check(v.ptr()) || PyTuple_Check(v.ptr())) {
+    check_list_depth(depth);
     size_t n = nb::len(v);
+    if (n > static_cast<size_t>(std::numeric_limits<ShapeElem>::max())) {
+      throw std::invalid_argument("[array] a list of " + std::to_string(n) +
+                                  " elements is longer than an array dimension can be");
+    }
     if (static_cast<int>(s.shape.size()) == depth) {
       if (s.leaf_depth >= 0 && s.leaf_depth <= depth) {
         throw std::invalid_argument("[array] the nested list is not rectangular (inhomogeneous)");
@@ -72,9 +129,15 @@ void scan_list(nb::handle v, int depth, ListScan& s) {
     k = 0;
   } else if (PyLong_Check(v.ptr())) {
     k = 1;
-    int overflow = 0;
-    long long x = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
-    if (overflow || x < INT32_MIN || x > INT32_MAX) s.wide_int = true;
+    bool huge;
+    long long x = read_int(v, huge);
+    if (huge) {
+      s.huge = true;
+    } else {
+      s.lo = std::min(s.lo, x);
+      s.hi = std::max(s.hi, x);
+    }
+    if (huge || x < INT32_MIN || x > INT32_MAX) s.wide_int = true;
   } else if (PyFloat_Check(v.ptr())) {
     k = 2;
   } else if (PyComplex_Check(v.ptr())) {
@@ -98,14 +161,18 @@ void fill_list(nb::handle v, std::vector<T>& out) {
   } else if constexpr (std::is_same_v<T, double>) {
     out.push_back(PyFloat_AsDouble(v.ptr()));
   } else {
-    out.push_back(static_cast<T>(PyLong_AsLongLong(v.ptr())));
+    bool huge;
+    out.push_back(static_cast<T>(read_int(v, huge)));
   }
 }
 
-bool list_has_array(nb::handle v) {
+bool list_has_array(nb::handle v, int depth = 0) {
+  check_list_depth(depth);
   for (nb::handle e : v) {
     if (nb::isinstance<array>(e)) return true;
-    if ((PyList_Check(e.ptr()) || PyTuple_Check(e.ptr())) && list_has_array(e)) return true;
+    if ((PyList_Check(e.ptr()) || PyTuple_Check(e.ptr())) && list_has_array(e, depth + 1)) {
+      return true;
+    }
   }
   return false;
 }
@@ -129,6 +196,16 @@ array list_to_array(nb::handle v, std::optional<Dtype> dtype) {
       return array(b.begin(), s.shape, dtype.value_or(bool_));
     }
     case 1: {
+      if (s.huge && s.lo < 0) {
+        throw std::overflow_error("[array] the list mixes negative ints with ints above 2^63: "
+                                  "no integer dtype holds both");
+      }
+      if (dtype) check_int_range(s.lo, s.hi, s.huge, *dtype);
+      if (s.huge) {
+        std::vector<uint64_t> d;
+        fill_list(v, d);
+        return array(d.begin(), s.shape, dtype.value_or(uint64));
+      }
       std::vector<int64_t> d;
       fill_list(v, d);
       return array(d.begin(), s.shape, dtype.value_or(s.wide_int ? int64 : int32));
@@ -216,6 +293,11 @@ std::optional<array> from_buffer(nb::handle v) {
   if (!nb::try_cast(v, nd, false)) {
     PyErr_Clear();
     nb::object d = nb::getattr(v, "dtype", nb::none());
+    // A NumPy array of swapped byte order: its values in native order.
+    if (!d.is_none() && nb::hasattr(d, "byteorder") && nb::hasattr(v, "astype") &&
+        nb::cast<std::string>(nb::str(d.attr("byteorder"))) == ">") {
+      return from_buffer(v.attr("astype")(d.attr("newbyteorder")("=")));
+    }
     std::string what = d.is_none() ? std::string("of an unknown kind") : nb::cast<std::string>(nb::str(d));
     throw std::invalid_argument("[array] cannot import an array of element type " + what);
   }
@@ -360,12 +442,21 @@ nb::object element(const char* p, Dtype t) {
   throw std::logic_error("[item] unknown dtype (bug)");
 }
 
-nb::object list_level(const char* p, const array& a, size_t dim) {
-  if (dim == a.ndim()) return element(p, a.dtype());
-  nb::list out;
-  int64_t step = a.strides()[dim] * static_cast<int64_t>(a.itemsize());
-  for (ShapeElem i = 0; i < a.shape()[dim]; ++i) out.append(list_level(p + i * step, a, dim + 1));
-  return out;
+// Groups `items` (the entries of dimensions [0, depth) of a's shape, in
+// row-major order) into nested lists, innermost level first: arrays of any
+// number of dimensions convert without recursion.
+nb::object nest(std::vector<nb::object> items, const array& a, size_t depth) {
+  for (size_t d = depth; d-- > 0;) {
+    const size_t n = static_cast<size_t>(a.shape()[d]);
+    std::vector<nb::object> up(items.size() / n);
+    for (size_t j = 0; j < up.size(); ++j) {
+      nb::list l;
+      for (size_t k = 0; k < n; ++k) l.append(std::move(items[j * n + k]));
+      up[j] = std::move(l);
+    }
+    items = std::move(up);
+  }
+  return std::move(items.front());
 }
 
 }  // namespace
@@ -391,16 +482,30 @@ nb::object tolist(const array& a) {
     x.eval();
   }
   if (x.size() == 0) {
-    // Empty: nested empty lists of the right depth.
-    std::function<nb::object(size_t)> build = [&](size_t d) -> nb::object {
-      nb::list l;
-      if (d + 1 < x.ndim() && x.shape()[d] > 0)
-        for (ShapeElem i = 0; i < x.shape()[d]; ++i) l.append(build(d + 1));
-      return l;
-    };
-    return build(0);
+    // Empty: nested lists down to the first empty dimension, then empty lists.
+    size_t depth = 0, count = 1;
+    while (x.shape()[depth] != 0) count *= static_cast<size_t>(x.shape()[depth++]);
+    std::vector<nb::object> items(count);
+    for (auto& i : items) i = nb::list();
+    return nest(std::move(items), x, depth);
   }
-  return list_level(static_cast<const char*>(x.raw_data()), x, 0);
+  // The elements in row-major order, whatever the strides.
+  const char* base = static_cast<const char*>(x.raw_data());
+  const int64_t itemsize = static_cast<int64_t>(x.itemsize());
+  const size_t nd = x.ndim();
+  std::vector<nb::object> items(x.size());
+  std::vector<ShapeElem> idx(nd, 0);
+  int64_t off = 0;
+  for (size_t n = 0; n < items.size(); ++n) {
+    items[n] = element(base + off * itemsize, x.dtype());
+    for (size_t d = nd; d-- > 0;) {
+      off += x.strides()[d];
+      if (++idx[d] < x.shape()[d]) break;
+      off -= x.strides()[d] * x.shape()[d];
+      idx[d] = 0;
+    }
+  }
+  return nest(std::move(items), x, nd);
 }
 
 nb::object to_numpy(const array& a, std::optional<nb::handle> dtype) {
@@ -439,15 +544,47 @@ nb::object to_numpy(const array& a, std::optional<nb::handle> dtype) {
 
 namespace tessera::python {
 
+ShapeElem to_shape_elem(nb::handle v, const char* op) {
+  int overflow = 0;
+  long long x = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+  if (overflow || x < std::numeric_limits<ShapeElem>::min() ||
+      x > std::numeric_limits<ShapeElem>::max()) {
+    throw std::invalid_argument(std::string("[") + op + "] shape entry " +
+                                nb::str(v).c_str() +
+                                " is out of range: dimensions must be below 2^31");
+  }
+  return static_cast<ShapeElem>(x);
+}
+
+uint64_t to_uint64(nb::handle v, const char* op, const char* name) {
+  unsigned long long x = PyLong_AsUnsignedLongLong(v.ptr());
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    throw std::invalid_argument(std::string("[") + op + "] " + name + " must be in [0, 2^64), got " +
+                                nb::str(v).c_str());
+  }
+  return x;
+}
+
+int to_int32(nb::handle v, const char* op, const char* name) {
+  int overflow = 0;
+  long long x = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+  if (overflow || x < INT32_MIN || x > INT32_MAX) {
+    throw std::invalid_argument(std::string("[") + op + "] " + name + " " + nb::str(v).c_str() +
+                                " is out of range: it must be below 2^31 in magnitude");
+  }
+  return static_cast<int>(x);
+}
+
 Shape to_shape(nb::handle v, const char* op) {
-  if (PyLong_Check(v.ptr())) return {nb::cast<ShapeElem>(v)};
+  if (PyLong_Check(v.ptr())) return {to_shape_elem(v, op)};
   if (PyList_Check(v.ptr()) || PyTuple_Check(v.ptr())) {
     Shape s;
     for (nb::handle e : v) {
       if (!PyLong_Check(e.ptr()) || PyBool_Check(e.ptr())) {
         throw nb::type_error((std::string("[") + op + "] shape entries must be ints").c_str());
       }
-      s.push_back(nb::cast<ShapeElem>(e));
+      s.push_back(to_shape_elem(e, op));
     }
     return s;
   }

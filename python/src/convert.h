@@ -90,8 +90,14 @@ void strided_copy(const char* src, char* dst, const int64_t* shape, const int64_
 
 std::vector<int> to_vec(const IntOrVec& v);
 
-// Shape arguments: an int or a sequence of ints.
+// Shape arguments: an int or a sequence of ints, each within int32's range
+// (else ValueError naming op).
 Shape to_shape(nb::handle v, const char* op);
+ShapeElem to_shape_elem(nb::handle v, const char* op);
+// A Python int argument in [0, 2^64) / in int32's range, else ValueError
+// naming op and the argument.
+uint64_t to_uint64(nb::handle v, const char* op, const char* name);
+int to_int32(nb::handle v, const char* op, const char* name);
 
 using ArrayClass = nb::class_<array>;
 

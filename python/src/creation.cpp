@@ -37,8 +37,8 @@ void init_creation(nb::module_& m, ArrayClass&) {
     return arange(lo, hi, st, t, s);
   }, "start"_a, "stop"_a = nb::none(), "step"_a = nb::none(), "dtype"_a = nb::none(), kw,
         "stream"_a = nb::none());
-  m.def("linspace", [](double start, double stop, int num, bool endpoint, Dtype dtype, StreamArg s) {
-    return linspace(start, stop, num, endpoint, dtype, s);
+  m.def("linspace", [](double start, double stop, nb::int_ num, bool endpoint, Dtype dtype, StreamArg s) {
+    return linspace(start, stop, to_int32(num, "linspace", "num"), endpoint, dtype, s);
   }, "start"_a, "stop"_a, "num"_a = 50, "endpoint"_a = true, "dtype"_a = float32, "stream"_a = nb::none());
   m.def("zeros", [](nb::handle shape, Dtype dtype, StreamArg s) { return zeros(to_shape(shape, "zeros"), dtype, s); },
         "shape"_a, "dtype"_a = float32, kw, "stream"_a = nb::none());

@@ -197,6 +197,14 @@ std::optional<array> import_dlpack(nb::handle x, std::optional<bool> copy, const
   return array::borrow(first, shape, strides, *dtype, device, release);
 }
 
+namespace {
+// Imported bools may hold bytes other than 0 and 1 (as NumPy's may): those
+// read as True.
+array normalize_bools(const array& a) {
+  return a.dtype() == bool_ ? astype(view(a, uint8), bool_) : a;
+}
+}  // namespace
+
 array copy_of(void* first, const Shape& shape, Strides strides, Dtype dtype, Device device,
               std::function<void()> release) {
   if (shape_size(shape) > 0 && is_aligned(first, dtype)) {
@@ -207,7 +215,7 @@ array copy_of(void* first, const Shape& shape, Strides strides, Dtype dtype, Dev
       a.eval();
     }
     run_pending();  // the borrowed memory, released by the copy
-    return a;
+    return normalize_bools(a);
   }
   // Empty, or elements at unaligned addresses (host memory only): byte-wise.
   auto buf = allocator::malloc(shape_size(shape) * dtype.size);
@@ -218,7 +226,7 @@ array copy_of(void* first, const Shape& shape, Strides strides, Dtype dtype, Dev
                  shape64.data(), strides.data(), static_cast<int>(shape.size()), dtype.size);
   }
   release();
-  return array(buf, shape, dtype);
+  return normalize_bools(array(buf, shape, dtype));
 }
 
 namespace {

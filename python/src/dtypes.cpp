@@ -2,6 +2,8 @@
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/unique_ptr.h>
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
 #include <memory>
 #include <sstream>
@@ -277,8 +279,10 @@ void init_devices(nb::module_& m) {
         "s"_a.none(), nb::rv_policy::take_ownership);
 
   nb::class_<PrintOptions>(m, "PrintOptions").def_ro("precision", &PrintOptions::precision);
-  m.def("set_printoptions", [](std::optional<int> precision) {
-    set_printoptions(precision.value_or(get_printoptions().precision));
+  m.def("set_printoptions", [](std::optional<int64_t> precision) {
+    // Beyond int's range: the largest int, which set_printoptions refuses too.
+    int64_t p = precision.value_or(get_printoptions().precision);
+    set_printoptions(static_cast<int>(std::clamp<int64_t>(p, -1, INT32_MAX)));
   }, "precision"_a = nb::none());
   m.def("get_printoptions", &get_printoptions);
 

@@ -9,9 +9,12 @@ void init_memory(nb::module_& m) {
   m.def("reset_peak_memory", &reset_peak_memory);
   m.def("get_cache_memory", &get_cache_memory);
   m.def("get_memory_limit", &get_memory_limit);
-  m.def("set_memory_limit", &set_memory_limit, "limit"_a);
-  m.def("set_cache_limit", &set_cache_limit, "limit"_a);
-  m.def("set_wired_limit", &set_wired_limit, "limit"_a);
+  m.def("set_memory_limit", [](nb::int_ limit) { return set_memory_limit(to_uint64(limit, "set_memory_limit", "limit")); },
+        "limit"_a);
+  m.def("set_cache_limit", [](nb::int_ limit) { return set_cache_limit(to_uint64(limit, "set_cache_limit", "limit")); },
+        "limit"_a);
+  m.def("set_wired_limit", [](nb::int_ limit) { return set_wired_limit(to_uint64(limit, "set_wired_limit", "limit")); },
+        "limit"_a);
   m.def("clear_cache", &clear_cache);
 }
 

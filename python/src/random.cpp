@@ -23,8 +23,10 @@ std::optional<array> optional_bound(nb::handle v, Dtype hint) {
 
 void init_random(nb::module_& parent) {
   nb::module_ m = parent.def_submodule("random", "Splittable counter-based random numbers");
-  m.def("seed", [](uint64_t seed) { random::seed(seed); }, "seed"_a);
-  m.def("key", [](uint64_t seed) { return random::key(seed); }, "seed"_a);
+  m.def("seed", [](nb::int_ seed) { random::seed(to_uint64(seed, "random.seed", "seed")); },
+        "seed"_a);
+  m.def("key", [](nb::int_ seed) { return random::key(to_uint64(seed, "random.key", "seed")); },
+        "seed"_a);
   // The calling thread's global key, read and replaced (random.state).
   m.def("_get_key", [] { return random::KeySequence::default_().key(); });
   m.def("_set_key", [](array key) { random::KeySequence::default_().set_key(std::move(key)); },

@@ -19,7 +19,9 @@ std::vector<int> varargs_ints(const nb::args& args, const char* op) {
     return std::vector<int>(s.begin(), s.end());
   }
   std::vector<int> v;
-  for (nb::handle e : args) v.push_back(nb::cast<int>(e));
+  for (nb::handle e : args) {
+    v.push_back(PyLong_Check(e.ptr()) ? to_shape_elem(e, op) : nb::cast<int>(e));
+  }
   return v;
 }
 
@@ -131,16 +133,16 @@ void init_shape(nb::module_& m, ArrayClass& cls) {
     int nd = static_cast<int>(x.ndim());
     std::vector<std::pair<int, int>> widths;
     if (PyLong_Check(pad_width.ptr())) {
-      int w = nb::cast<int>(pad_width);
+      int w = to_shape_elem(pad_width, "pad");
       widths.assign(nd, {w, w});
     } else {
-      std::vector<std::vector<int>> rows;
+      std::vector<Shape> rows;
       auto seq = nb::cast<nb::sequence>(pad_width);
       bool nested = nb::len(seq) > 0 && !PyLong_Check(seq[0].ptr());
       if (nested) {
-        rows = nb::cast<std::vector<std::vector<int>>>(pad_width);
+        for (nb::handle r : seq) rows.push_back(to_shape(r, "pad"));
       } else {
-        rows.push_back(nb::cast<std::vector<int>>(pad_width));
+        rows.push_back(to_shape(pad_width, "pad"));
       }
       for (auto& r : rows) {
         if (r.size() == 1) r.push_back(r[0]);

@@ -14,18 +14,29 @@
 
 namespace tessera {
 
+// Elements an array may have: their bytes, for any dtype, fit an int64.
+constexpr size_t kMaxElements = size_t(1) << 60;
+
 size_t shape_size(const Shape& shape) {
   size_t n = 1;
+  bool overflow = false, zero = false;
   for (auto d : shape) {
     if (d < 0) {
       std::ostringstream msg;
       msg << "[array] negative dimension " << d << " in a shape";
       throw std::invalid_argument(msg.str());
     }
-    if (d != 0 && n > std::numeric_limits<size_t>::max() / static_cast<size_t>(d)) {
-      throw std::invalid_argument("[array] the number of elements overflows");
-    }
+    if (d == 0) zero = true;
+    if (d != 0 && n > kMaxElements / static_cast<size_t>(d)) overflow = true;
     n *= static_cast<size_t>(d);
+  }
+  if (zero) return 0;
+  if (overflow) {
+    std::ostringstream msg;
+    msg << "[array] the number of elements of a shape (";
+    for (size_t i = 0; i < shape.size(); ++i) msg << (i ? ", " : "") << shape[i];
+    msg << ") overflows: at most 2^60 are possible";
+    throw std::invalid_argument(msg.str());
   }
   return n;
 }
@@ -251,9 +262,7 @@ void array::wait() {
     eval();
     return;
   }
-  if (status() != ArrayStatus::available) {
-    scheduler::wait_for(desc_->event_stream, desc_->event_seq);
-  }
+  scheduler::wait_available(*this);
   if (desc_->error) std::rethrow_exception(desc_->error);
 }
 

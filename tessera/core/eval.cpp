@@ -1,6 +1,7 @@
 #include "tessera/core/eval.h"
 
 #include <atomic>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <utility>
@@ -69,7 +70,8 @@ Tape build_tape(const std::vector<array>& outputs) {
   return tape;
 }
 
-// The task a stream runs for one node. See Note [Stream events].
+// The task a stream (or an inline evaluation) runs for one node; it waits
+// for its inputs (Note [Concurrent evaluation]).
 //
 // Note [Donation]
 // A kernel may reuse the buffer of an input whose array is referenced by the
@@ -85,9 +87,7 @@ struct NodeTask {
   void operator()() {
     std::exception_ptr error;
     for (auto& in : inputs) {
-      if (in.status() != ArrayStatus::available) {
-        scheduler::wait_for(in.event_stream(), in.event_seq());
-      }
+      scheduler::wait_available(in);
       if (in.error()) {
         error = in.error();
         break;
@@ -131,7 +131,7 @@ struct NodeTask {
     primitive.reset();
     for (auto& out : outputs) {
       if (error) out.set_error(error);
-      out.set_status(ArrayStatus::available);
+      scheduler::set_available(out);
     }
     outputs.clear();
   }
@@ -146,7 +146,6 @@ class Batcher {
   void add(const Stream& stream, NodeTask task) {
     if (!tasks_.empty() && (stream != stream_ || tasks_.size() >= kMaxBatch)) flush();
     stream_ = stream;
-    for (auto& out : task.outputs) outputs_.push_back(out);
     tasks_.push_back(std::move(task));
   }
 
@@ -154,18 +153,15 @@ class Batcher {
     if (tasks_.empty()) return;
     auto batch = std::make_shared<std::vector<NodeTask>>(std::move(tasks_));
     tasks_.clear();
-    uint64_t seq = scheduler::enqueue(stream_, [batch, stream = stream_] {
+    scheduler::enqueue(stream_, [batch, stream = stream_] {
       for (auto& t : *batch) t();
       gpu::flush(stream);
     });
-    for (auto& out : outputs_) out.set_event(stream_.index, seq);
-    outputs_.clear();
   }
 
  private:
   Stream stream_{0, Device::cpu};
   std::vector<NodeTask> tasks_;
-  std::vector<array> outputs_;
 };
 
 // All nodes of the tape on one stream: that stream, else nullopt.
@@ -216,23 +212,25 @@ void check_not_waiting_on_self(const std::vector<array>& tape) {
   }
 }
 
+// Note [Concurrent evaluation]
+// Threads may evaluate graphs that share nodes at the same time. Each node is
+// handed to a stream exactly once: building the tape and handing its nodes
+// over (unscheduled -> scheduled, node detached, batches enqueued, an idle
+// stream taken inline) is one step under g_claim_mutex, a step that waits on
+// nothing. A thread that meets a node another thread has claimed waits for
+// its status to become available (scheduler::wait_available), whichever thread
+// or stream runs it. Tasks run outside the lock, inline ones too. A claim
+// takes every unscheduled ancestor of its outputs, so the tasks of a claim
+// wait only on tasks of earlier claims; and a stream is taken inline only
+// when nothing is queued on it, under the same lock: no cycle of waits.
+std::mutex g_claim_mutex;
+
 void schedule(const std::vector<array>& outputs, bool synchronous) {
-  auto tape = build_tape(outputs);
-  prefetch_inputs(tape);
   std::optional<Stream> inline_stream;
   bool nested = false;
-  if (synchronous) {
-    inline_stream = single_stream(tape);
-    nested = inline_stream && scheduler::runs_here(*inline_stream);
-    if (!inline_stream) {
-      check_not_waiting_on_self(tape);
-    } else if (!nested && !scheduler::begin_inline(*inline_stream)) {
-      inline_stream.reset();
-    }
-  }
   struct InlineGuard {
     std::optional<Stream>& s;
-    bool nested;
+    bool& nested;
     ~InlineGuard() {
       if (s && !nested) {
         gpu::flush(*s);
@@ -240,61 +238,78 @@ void schedule(const std::vector<array>& outputs, bool synchronous) {
       }
     }
   } guard{inline_stream, nested};
-  Batcher batcher;
-  // Run inline, one task object serves every node (its vectors keep their memory).
-  NodeTask task;
-  for (auto& slot : tape) {
-    // Moved out so that the tape does not keep results alive (see Note [Donation]).
-    array arr = std::move(slot);
-    auto* n = arr.node();
-    task.outputs.reserve(n->num_outputs());
-    if (n->num_outputs() == 1) {
-      task.outputs.push_back(arr);
-    } else {
-      auto siblings = arr.siblings();
-      for (size_t i = 0; i < n->num_outputs(); ++i) {
-        if (static_cast<int>(i) == arr.position()) {
-          task.outputs.push_back(arr);
-          continue;
-        }
-        bool found = false;
-        for (auto& s : siblings) {
-          if (s.position() == static_cast<int>(i)) {
-            task.outputs.push_back(s);
-            found = true;
-            break;
+  // The tasks to run on this thread (see Note [Inline evaluation]).
+  std::vector<NodeTask> here;
+  {
+    std::lock_guard lock(g_claim_mutex);
+    auto tape = build_tape(outputs);
+    prefetch_inputs(tape);
+    if (synchronous) {
+      inline_stream = single_stream(tape);
+      nested = inline_stream && scheduler::runs_here(*inline_stream);
+      if (!inline_stream) {
+        check_not_waiting_on_self(tape);
+      } else if (!nested && !scheduler::begin_inline(*inline_stream)) {
+        inline_stream.reset();
+      }
+    }
+    if (inline_stream) here.reserve(tape.size());
+    Batcher batcher;
+    for (auto& slot : tape) {
+      // Moved out so that the tape does not keep results alive (see Note [Donation]).
+      array arr = std::move(slot);
+      auto* n = arr.node();
+      NodeTask task;
+      task.outputs.reserve(n->num_outputs());
+      if (n->num_outputs() == 1) {
+        task.outputs.push_back(arr);
+      } else {
+        auto siblings = arr.siblings();
+        for (size_t i = 0; i < n->num_outputs(); ++i) {
+          if (static_cast<int>(i) == arr.position()) {
+            task.outputs.push_back(arr);
+            continue;
+          }
+          bool found = false;
+          for (auto& s : siblings) {
+            if (s.position() == static_cast<int>(i)) {
+              task.outputs.push_back(s);
+              found = true;
+              break;
+            }
+          }
+          if (!found) {
+            // A dropped sibling: the kernel still writes it, into a temporary.
+            task.outputs.push_back(array(n->output_shapes[i], n->output_dtypes[i], nullptr, {}));
           }
         }
-        if (!found) {
-          // A dropped sibling: the kernel still writes it, into a temporary.
-          task.outputs.push_back(array(n->output_shapes[i], n->output_dtypes[i], nullptr, {}));
+      }
+      Stream stream = n->primitive->stream();
+      if (arr.is_tracer()) {
+        // Transforms walk this graph later (Note [Tracers]): it stays.
+        task.primitive = n->primitive;
+        task.inputs = n->inputs;
+        for (auto& out : task.outputs) out.set_status(ArrayStatus::scheduled);
+      } else {
+        task.primitive = std::move(n->primitive);
+        task.inputs = std::move(n->inputs);
+        // The node dies with the last detach; the task then holds the only
+        // references to the inputs that this node had.
+        for (auto& out : task.outputs) {
+          out.set_status(ArrayStatus::scheduled);
+          out.detach();
         }
       }
-    }
-    Stream stream = n->primitive->stream();
-    if (arr.is_tracer()) {
-      // Transforms walk this graph later (Note [Tracers]): it stays.
-      task.primitive = n->primitive;
-      task.inputs = n->inputs;
-      for (auto& out : task.outputs) out.set_status(ArrayStatus::scheduled);
-    } else {
-      task.primitive = std::move(n->primitive);
-      task.inputs = std::move(n->inputs);
-      // The node dies with the last detach; the task then holds the only
-      // references to the inputs that this node had.
-      for (auto& out : task.outputs) {
-        out.set_status(ArrayStatus::scheduled);
-        out.detach();
+      if (inline_stream) {
+        here.push_back(std::move(task));
+      } else {
+        batcher.add(stream, std::move(task));
       }
     }
-    if (inline_stream) {
-      task();  // see Note [Inline evaluation]
-    } else {
-      batcher.add(stream, std::move(task));
-    }
+    batcher.flush();
+    Scratch<Tape>::give_back(std::move(tape));
   }
-  batcher.flush();
-  Scratch<Tape>::give_back(std::move(tape));
+  for (auto& task : here) task();
 }
 
 }  // namespace

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <iomanip>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "tessera/core/dispatch.h"
 
@@ -50,35 +52,61 @@ void print_scalar(std::ostream& os, T v, int precision) {
   }
 }
 
+// The nested brackets of a non-empty array, walked with a stack of open
+// brackets (one per dimension) rather than recursion: arrays of any number
+// of dimensions print.
 template <typename T>
-void print_axis(std::ostream& os, const T* data, const array& a, int dim, int64_t loc,
-                bool summarise, int precision) {
-  const int n = a.shape(dim);
-  const int64_t stride = a.strides()[dim];
-  const bool last = dim == static_cast<int>(a.ndim()) - 1;
-  const std::string prefix = last ? "" : std::string(7 + dim, ' ');
-  const char* postfix = last ? ", " : ",\n";
+void print_axes(std::ostream& os, const T* data, const array& a, bool summarise, int precision) {
+  struct Open {
+    int i;        // next index along the bracket's dimension
+    int64_t loc;  // element offset of its index 0
+  };
+  const size_t nd = a.ndim();
+  std::vector<Open> open{{0, 0}};
   os << "[";
-  for (int i = 0; i < n; ++i) {
-    if (i > 0) os << prefix;
-    if (summarise && n > 2 * kEdgeItems && i == kEdgeItems) {
-      os << "..." << postfix;
-      i = n - kEdgeItems - 1;
+  while (!open.empty()) {
+    const size_t dim = open.size() - 1;
+    const int n = a.shape()[dim];
+    const bool last = dim == nd - 1;
+    Open& o = open.back();
+    if (o.i == n) {
+      os << "]";
+      open.pop_back();
+      if (!open.empty()) {
+        Open& up = open.back();
+        if (up.i < a.shape()[open.size() - 1] - 1) os << ",\n";
+        ++up.i;
+      }
       continue;
     }
-    if (last) {
-      print_scalar(os, data[loc + i * stride], precision);
-    } else {
-      print_axis(os, data, a, dim + 1, loc + i * stride, summarise, precision);
+    if (o.i > 0 && !last) os << std::string(7 + dim, ' ');
+    if (summarise && n > 2 * kEdgeItems && o.i == kEdgeItems) {
+      os << "..." << (last ? ", " : ",\n");
+      o.i = n - kEdgeItems;
+      continue;
     }
-    if (i < n - 1) os << postfix;
+    const int64_t loc = o.loc + o.i * a.strides()[dim];
+    if (last) {
+      print_scalar(os, data[loc], precision);
+      if (o.i < n - 1) os << ", ";
+      ++o.i;
+    } else {
+      os << "[";
+      open.push_back({0, loc});
+    }
   }
-  os << "]";
 }
 
 }  // namespace
 
-void set_printoptions(int precision) { g_precision.store(precision < 0 ? -1 : precision); }
+void set_printoptions(int precision) {
+  if (precision > kMaxPrecision) {
+    throw std::invalid_argument("[set_printoptions] precision " + std::to_string(precision) +
+                                " is more than the " + std::to_string(kMaxPrecision) +
+                                " digits it may be");
+  }
+  g_precision.store(precision < 0 ? -1 : precision);
+}
 
 PrintOptions get_printoptions() { return PrintOptions{g_precision.load()}; }
 
@@ -101,7 +129,7 @@ std::ostream& operator<<(std::ostream& os, const array& a) {
       if (x.ndim() == 0) {
         print_scalar(os, data[0], precision);
       } else {
-        print_axis(os, data, x, 0, 0, x.size() > kSummaryThreshold, precision);
+        print_axes(os, data, x, x.size() > kSummaryThreshold, precision);
       }
     });
   }

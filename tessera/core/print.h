@@ -17,6 +17,10 @@ struct PrintOptions {
   int precision = -1;
 };
 
+// The most digits after the point that set_printoptions accepts.
+inline constexpr int kMaxPrecision = 100;
+
+// Throws std::invalid_argument for a precision above kMaxPrecision.
 void set_printoptions(int precision);
 PrintOptions get_printoptions();
 

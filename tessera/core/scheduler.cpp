@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "tessera/core/array.h"
 #include "tessera/core/gpu.h"
 
 #include <atomic>
@@ -211,6 +212,38 @@ void wait_for(int stream_index, uint64_t seq) {
   registry().worker(stream_index).wait_for(seq);
 }
 int current_stream_index() { return tl_stream_index; }
+
+// Threads waiting for arrays sleep on one condition variable, woken when any
+// array becomes available while one of them waits (rare: most waits are for
+// tasks that have run already). The waiter count and the status are read
+// each after writing the other, in one total order (seq_cst): either the
+// setter sees the waiter and notifies under the mutex, or the waiter sees the
+// status.
+namespace {
+std::mutex g_wait_mutex;
+std::condition_variable g_wait_cv;
+std::atomic<int> g_waiters{0};
+}  // namespace
+
+void set_available(array& a) {
+  a.set_status(ArrayStatus::available);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (g_waiters.load(std::memory_order_seq_cst) > 0) {
+    std::lock_guard l(g_wait_mutex);
+    g_wait_cv.notify_all();
+  }
+}
+
+void wait_available(const array& a) {
+  if (a.status() == ArrayStatus::available) return;
+  g_waiters.fetch_add(1, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  {
+    std::unique_lock l(g_wait_mutex);
+    g_wait_cv.wait(l, [&] { return a.status() == ArrayStatus::available; });
+  }
+  g_waiters.fetch_sub(1, std::memory_order_relaxed);
+}
 
 bool begin_inline(const Stream& s) {
   if (!registry().worker(s.index).begin_inline()) return false;

@@ -3,14 +3,19 @@
 // Note [Stream events]
 // Every task enqueued on a stream gets a sequence number; a stream counts the
 // tasks it has finished. "Task k of stream s has run" is then the event
-// (s, k): waiting on it needs no allocation, and an array records the event
-// of the task that produces it (array::set_event).
+// (s, k): waiting on it needs no allocation (synchronize waits for the last
+// task queued). An array is waited for through its status instead (Note
+// [Concurrent evaluation] in core/eval.cpp): its task may also run inline.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 
 #include "tessera/core/device.h"
+
+namespace tessera {
+class array;
+}
 
 namespace tessera::scheduler {
 
@@ -21,6 +26,12 @@ uint64_t next_seq(const Stream& s);
 bool is_done(int stream_index, uint64_t seq);
 // Blocks until task seq of the stream has run.
 void wait_for(int stream_index, uint64_t seq);
+// Marks a scheduled array available (its data or error published) and wakes
+// the threads waiting for it.
+void set_available(array& a);
+// Blocks until a scheduled array is available, whichever thread or stream runs
+// its task (Note [Concurrent evaluation] in core/eval.cpp).
+void wait_available(const array& a);
 // The stream index of the calling thread when it is a stream worker, else -1.
 int current_stream_index();
 

@@ -63,6 +63,10 @@ ShapeElem dimension(uint64_t n, const std::string& what) {
 }
 
 array array_at(const Bytes& b, size_t offset, Shape shape, Dtype dtype, size_t swap_unit) {
+  if (dtype == bool_) {
+    // A bool holds 0 or 1, which kernels rely on: other bytes read as True.
+    return astype(array_at(b, offset, std::move(shape), uint8, swap_unit), bool_);
+  }
   const char* p = b.data + offset;
   size_t nbytes = shape_size(shape) * dtype.size;
   if (swap_unit == 0 && nbytes > 0 && reinterpret_cast<uintptr_t>(p) % dtype.size == 0) {

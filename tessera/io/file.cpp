@@ -80,6 +80,14 @@ void FileWriter::finish() {
   if (fd_ < 0) return;
   int fd = fd_;
   fd_ = -1;
+  // The data reaches the disk before the rename makes it the target's.
+  if (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS) {
+    int err = errno;
+    ::close(fd);
+    ::unlink(temp_.c_str());
+    errno = err;
+    system_error("[save] cannot write", path_);
+  }
   if (::close(fd) != 0) {
     int err = errno;
     ::unlink(temp_.c_str());

@@ -39,10 +39,11 @@ class Writer {
 
 // Note [Saving in place]
 // A FileWriter writes a temporary file in the target's directory (so that the
-// rename stays within one file system) and, in finish(), flushes and closes it
-// and renames it over the target. A writer destroyed before finish() (a save
-// that threw) removes its temporary file: an existing target is never
-// truncated or half-written, and a failed save leaves no file behind.
+// rename stays within one file system) and, in finish(), flushes it to the
+// disk (fsync), closes it and renames it over the target. A writer destroyed
+// before finish() (a save that threw) removes its temporary file: an existing
+// target is never truncated or half-written, and a failed save leaves no file
+// behind.
 class FileWriter : public Writer {
  public:
   // Throws std::runtime_error when the temporary file cannot be created.

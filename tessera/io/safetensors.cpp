@@ -90,7 +90,12 @@ std::pair<Entries<array>, Entries<std::string>> read_safetensors(const Reader& i
   try {
     header = json::parse(b.data + 8, b.data + 8 + n);
   } catch (const json::exception& e) {
-    fail("load", "the safetensors header of " + b.label + " is not valid JSON: " + e.what());
+    // The parser quotes the offending bytes, which need not be UTF-8.
+    std::string why = e.what();
+    for (char& ch : why) {
+      if (static_cast<unsigned char>(ch) >= 0x80) ch = '?';
+    }
+    fail("load", "the safetensors header of " + b.label + " is not valid JSON: " + why);
   }
   if (!header.is_object()) {
     fail("load", "the safetensors header of " + b.label + " is not a JSON object");

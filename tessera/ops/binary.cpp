@@ -168,6 +168,9 @@ array where(const array& condition, const array& x, const array& y, StreamOrDevi
 array clip(const array& a, const std::optional<array>& a_min, const std::optional<array>& a_max,
            StreamOrDevice s) {
   if (!a_min && !a_max) throw_invalid("clip", "at least one of a_min and a_max must be given");
+  for (auto& bound : {a_min, a_max}) {
+    if (bound) broadcast_shapes(a.shape(), bound->shape(), "clip");
+  }
   array result = a;
   if (a_min) result = maximum(result, *a_min, s);
   if (a_max) result = minimum(result, *a_max, s);
@@ -182,6 +185,7 @@ array isclose(const array& a, const array& b, double rtol, double atol, bool equ
 
 array allclose(const array& a, const array& b, double rtol, double atol, bool equal_nan,
                StreamOrDevice s) {
+  broadcast_shapes(a.shape(), b.shape(), "allclose");
   return all_true(isclose(a, b, rtol, atol, equal_nan, s), s);
 }
 

@@ -4,6 +4,7 @@
 // flipped 1-D convolution.
 #include "tessera/ops/convolution.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -125,6 +126,7 @@ array conv_nd(const char* op, const array& x, const array& w, std::vector<int> s
   const int n = static_cast<int>(stride.size());
   check_arrays(op, x, w, n, groups);
   check_at_least(op, "stride", stride, 1);
+  check_at_least(op, "padding", padding, 0);
   check_at_least(op, "dilation", dilation, 1);
   return convolution(op, x, w, std::move(stride), padding, padding, std::move(dilation),
                      std::vector<int>(n, 1), groups, false, s);
@@ -139,7 +141,15 @@ array conv_transpose(const char* op, const array& x, const array& w, std::vector
   check_arrays(op, x, w, n, groups);
   check_at_least(op, "stride", stride, 1);
   check_at_least(op, "dilation", dilation, 1);
+  check_at_least(op, "padding", padding, 0);
   check_at_least(op, "output_padding", output_padding, 0);
+  for (int i = 0; i < n; ++i) {
+    if (output_padding[i] >= std::max(stride[i], dilation[i])) {
+      throw_invalid(op, "output_padding " + std::to_string(output_padding[i]) +
+                            " must be smaller than the stride (" + std::to_string(stride[i]) +
+                            ") or the dilation (" + std::to_string(dilation[i]) + ")");
+    }
+  }
   std::vector<int> lo(n), hi(n);
   for (int i = 0; i < n; ++i) {
     lo[i] = dilation[i] * (w.shape(i + 1) - 1) - padding[i];

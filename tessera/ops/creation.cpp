@@ -185,6 +185,8 @@ std::vector<array> meshgrid(const std::vector<array>& arrays, bool sparse,
 
 array view(const array& a, const Dtype& dtype, StreamOrDevice s) {
   if (a.dtype() == dtype) return a;
+  // A bool holds 0 or 1, which kernels rely on: other bytes read as True.
+  if (dtype == bool_) return astype(view(a, uint8, s), bool_, s);
   Shape shape = a.shape();
   if (a.itemsize() != dtype.size) {
     if (a.ndim() == 0) {

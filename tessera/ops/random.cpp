@@ -3,10 +3,12 @@
 // numbers for the same key.
 #include "tessera/ops/random.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
 #include <mutex>
+#include <vector>
 
 #include "tessera/core/streams.h"
 #include "tessera/ops/ops.h"
@@ -93,6 +95,49 @@ array cholesky_lower(const array& a, Stream s) {
     cols.push_back(where(keep, divide(col, safe, s), array(0.0f), s));
   }
   return stack(cols, -1, s);
+}
+
+// Refuses covariances with NaN or infinite entries and those that are not
+// positive semi-definite (a Cholesky factorisation in float64 whose pivot
+// falls below -tolerance). Traced covariances have no values to check.
+void check_covariance(const array& cov) {
+  if (cov.is_tracer() || cov.size() == 0) return;
+  array c = astype(cov, float64, Device::cpu);
+  c.eval();
+  c = contiguous(c, false, Device::cpu);
+  c.eval();
+  const int64_t n = cov.shape(-1);
+  const double* p = c.data<double>();
+  std::vector<double> l(n * n);
+  for (size_t b = 0; b < c.size() / static_cast<size_t>(n * n); ++b) {
+    const double* a = p + b * n * n;
+    double scale = 0;
+    for (int64_t i = 0; i < n * n; ++i) {
+      if (!std::isfinite(a[i])) {
+        throw_invalid("multivariate_normal", "cov holds NaN or infinite values");
+      }
+    }
+    for (int64_t i = 0; i < n; ++i) scale = std::max(scale, std::abs(a[i * n + i]));
+    const double tol = 1e-6 * static_cast<double>(n) * std::max(scale, 1e-30);
+    std::fill(l.begin(), l.end(), 0.0);
+    for (int64_t j = 0; j < n; ++j) {
+      double d = a[j * n + j];
+      for (int64_t k = 0; k < j; ++k) d -= l[j * n + k] * l[j * n + k];
+      if (d < -tol) {
+        throw_invalid("multivariate_normal", "cov is not positive semi-definite (pivot " +
+                                                 std::to_string(d) + " at row " +
+                                                 std::to_string(j) + ")");
+      }
+      if (d <= tol) continue;  // a zero column, as cholesky_lower makes it
+      const double r = std::sqrt(d);
+      l[j * n + j] = r;
+      for (int64_t i = j + 1; i < n; ++i) {
+        double v = a[i * n + j];
+        for (int64_t k = 0; k < j; ++k) v -= l[i * n + k] * l[j * n + k];
+        l[i * n + j] = v / r;
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -246,6 +291,7 @@ array multivariate_normal(const array& mean, const array& cov, const Shape& shap
                            "multivariate_normal");
   Shape out_shape = batch;
   out_shape.push_back(n);
+  check_covariance(cov);
   // x = mean + L z with L L^T = cov; as rows, z^T L^T.
   array l = cholesky_lower(astype(cov, float32, stream), stream);
   array z = normal(out_shape, float32, std::nullopt, std::nullopt, key, stream);
@@ -304,6 +350,8 @@ array randint(const array& low, const array& high, const Shape& shape, Dtype dty
     throw_invalid("randint", "only integer dtypes and bool are supported, got " +
                                  dtype_name(dtype));
   }
+  check_shape(shape, "randint");
+  broadcast_shapes(broadcast_shapes(low.shape(), high.shape(), "randint"), shape, "randint");
   auto stream = to_stream(s);
   array u = floor(uniform(low, high, shape, float32, key, stream), stream);
   array top = subtract(astype(high, float32, stream), array(1.0f), stream);
@@ -344,8 +392,30 @@ namespace {
 // Gumbel-max: draws gumbel noise of `shape` with the logits' axis inserted,
 // adds the logits and takes the argmax over that axis. 1-D logits with a
 // non-empty shape use the inverse CDF instead (the reference's special case).
-array categorical_impl(const array& logits, int axis, const Shape& shape,
+// Logits whose largest entry along the axis is not finite, replaced by the
+// limit of their distribution: +inf entries share the mass equally and all
+// -inf is uniform; with a NaN, the first NaN is drawn (the argmax of
+// logits + Gumbel noise, as MLX samples, picks it).
+array finite_logits(const array& logits, int axis, Stream s) {
+  if (!is_floating_point(logits.dtype()) || logits.size() == 0) return logits;
+  const float inf = std::numeric_limits<float>::infinity();
+  array zero(0.0f), minus(-inf);
+  array nan = isnan(logits, s);
+  Shape along(logits.ndim(), 1);
+  along[axis] = logits.shape(axis);
+  array index = reshape(arange(logits.shape(axis), s), along, s);
+  array first_nan = equal(index, argmax(astype(nan, float32, s), axis, true, s), s);
+  array pos = isposinf(logits, s);
+  array all_neg = all(isneginf(logits, s), axis, true, s);
+  array fixed = where(all_neg, zero, logits, s);
+  fixed = where(any(pos, axis, true, s), where(pos, zero, minus, s), fixed, s);
+  fixed = where(any(nan, axis, true, s), where(first_nan, zero, minus, s), fixed, s);
+  return astype(fixed, logits.dtype(), s);
+}
+
+array categorical_impl(const array& logits_, int axis, const Shape& shape,
                        const std::optional<array>& key, Stream s) {
+  array logits = finite_logits(logits_, axis, s);
   if (logits.ndim() == 1 && !shape.empty()) {
     array x = astype(logits, float32, s);
     array w = exp(subtract(x, max(x, s), s), s);

@@ -23,23 +23,6 @@ namespace {
 std::atomic<CompileMode> g_mode{std::getenv("MLX_DISABLE_COMPILE") ? CompileMode::disabled
                                                                    : CompileMode::enabled};
 
-// An input of a compiled function while it is traced: a dtype and a shape,
-// no data (Note [compile]).
-class Placeholder : public UnaryPrimitive {
- public:
-  using UnaryPrimitive::UnaryPrimitive;
-  void eval_cpu(const std::vector<array>&, array&) override { fail(); }
-  void eval_gpu(const std::vector<array>&, array&) override { fail(); }
-  const char* name() const override { return "Placeholder"; }
-
- private:
-  [[noreturn]] static void fail() {
-    throw std::invalid_argument(
-        "[compile] cannot evaluate an array computed from the inputs of a function while "
-        "compile traces it (the trace must not depend on the inputs' values)");
-  }
-};
-
 // Where a recorded node finds an input: the compiled function's input, a
 // constant, or an output of an earlier node.
 struct Ref {
@@ -98,9 +81,7 @@ Record trace(const VecFn& fun, const std::vector<array>& inputs, bool simplify) 
   std::unordered_set<std::uintptr_t> cut;
   std::unordered_map<std::uintptr_t, Ref> refs;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    array p(inputs[i].shape(), inputs[i].dtype(),
-            std::make_shared<Placeholder>(to_stream(std::monostate{})), {});
-    p.set_tracer(true);
+    array p = detail::placeholder(inputs[i].shape(), inputs[i].dtype(), "compile");
     cut.insert(p.id());
     refs.emplace(p.id(), Ref{Ref::input, static_cast<uint32_t>(i), 0});
     placeholders.push_back(std::move(p));

@@ -15,4 +15,10 @@ namespace tessera::detail {
 std::vector<array> trace_tape(const std::vector<array>& outputs,
                               const std::unordered_set<std::uintptr_t>& cut);
 
+// An input of a function while `transform` traces it: a shape and a dtype, no
+// data. Evaluating anything computed from it throws std::invalid_argument
+// naming the transform, since the trace must not depend on the inputs' values
+// (compile; vmap, whose trace runs once for every batch element).
+array placeholder(const Shape& shape, Dtype dtype, const char* transform);
+
 }  // namespace tessera::detail

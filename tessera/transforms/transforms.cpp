@@ -48,6 +48,35 @@ std::vector<array> trace_tape(const std::vector<array>& outputs,
   return tape;
 }
 
+namespace {
+
+class Placeholder : public UnaryPrimitive {
+ public:
+  Placeholder(Stream s, const char* transform) : UnaryPrimitive(s), transform_(transform) {}
+  void eval_cpu(const std::vector<array>&, array&) override { fail(); }
+  void eval_gpu(const std::vector<array>&, array&) override { fail(); }
+  const char* name() const override { return "Placeholder"; }
+
+ private:
+  [[noreturn]] void fail() const {
+    throw std::invalid_argument(
+        std::string("[") + transform_ +
+        "] cannot evaluate an array computed from the inputs of a function while " +
+        transform_ + " traces it (item(), conversions to Python or NumPy, boolean masks: "
+        "the trace must not depend on the inputs' values)");
+  }
+  const char* transform_;
+};
+
+}  // namespace
+
+array placeholder(const Shape& shape, Dtype dtype, const char* transform) {
+  array p(shape, dtype, std::make_shared<Placeholder>(to_stream(std::monostate{}), transform),
+          {});
+  p.set_tracer(true);
+  return p;
+}
+
 }  // namespace detail
 
 namespace {
@@ -365,9 +394,9 @@ VecFn vmap(const VecFn& fun, const std::vector<int>& in_axes_arg,
       }
       n = size;
       if (n == 0) throw std::invalid_argument("[vmap] cannot map over an axis of size 0");
-      Shape start(nd, 0), stop = inputs[i].shape();
-      stop[ax] = 1;
-      traced.push_back(make_tracer(squeeze(slice(inputs[i], start, stop), ax)));
+      Shape row = inputs[i].shape();
+      row.erase(row.begin() + ax);
+      traced.push_back(detail::placeholder(row, inputs[i].dtype(), "vmap"));
       cut.insert(traced.back().id());
       batched.emplace(traced.back().id(), std::make_pair(inputs[i], ax));
     }
@@ -469,10 +498,12 @@ namespace {
 // caller's rules; a missing rule falls back to the transform of fun.
 class CustomTransforms : public Primitive {
  public:
-  CustomTransforms(Stream s, int num_inputs, VecFn fun, std::optional<CustomVjp> vjp_fn,
-                   std::optional<CustomJvp> jvp_fn, std::optional<CustomVmap> vmap_fn)
-      : Primitive(s), num_inputs_(num_inputs), fun_(std::move(fun)), vjp_(std::move(vjp_fn)),
-        jvp_(std::move(jvp_fn)), vmap_(std::move(vmap_fn)) {}
+  CustomTransforms(Stream s, int num_inputs, std::vector<Shape> out_shapes, VecFn fun,
+                   std::optional<CustomVjp> vjp_fn, std::optional<CustomJvp> jvp_fn,
+                   std::optional<CustomVmap> vmap_fn)
+      : Primitive(s), num_inputs_(num_inputs), out_shapes_(std::move(out_shapes)),
+        fun_(std::move(fun)), vjp_(std::move(vjp_fn)), jvp_(std::move(jvp_fn)),
+        vmap_(std::move(vmap_fn)) {}
 
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override {
     for (size_t i = 0; i < outputs.size(); ++i) outputs[i].copy_shared_buffer(inputs[num_inputs_ + i]);
@@ -496,6 +527,7 @@ class CustomTransforms : public Primitive {
                                   std::to_string(all.size()) + " cotangents for " +
                                   std::to_string(x.size()) + " primals");
     }
+    for (size_t i = 0; i < x.size(); ++i) check_shape("vjp", "cotangent", i, all[i], x[i].shape());
     std::vector<array> out;
     for (int i : argnums) out.push_back(i < num_inputs_ ? all[i] : zeros_like(primals[i]));
     return out;
@@ -512,7 +544,16 @@ class CustomTransforms : public Primitive {
         tans.push_back(tangents[k]);
       }
     }
-    if (jvp_) return (*jvp_)(x, tans, nums);
+    if (jvp_) {
+      auto out = (*jvp_)(x, tans, nums);
+      if (out.size() != out_shapes_.size()) {
+        throw std::invalid_argument("[custom_function] the jvp returned " +
+                                    std::to_string(out.size()) + " tangents for " +
+                                    std::to_string(out_shapes_.size()) + " outputs");
+      }
+      for (size_t i = 0; i < out.size(); ++i) check_shape("jvp", "tangent", i, out[i], out_shapes_[i]);
+      return out;
+    }
     std::vector<array> full;
     for (auto& p : x) full.push_back(zeros_like(p));
     for (size_t k = 0; k < nums.size(); ++k) full[nums[k]] = tans[k];
@@ -531,7 +572,18 @@ class CustomTransforms : public Primitive {
   TESSERA_PRIMITIVE_NAME(CustomTransforms)
 
  private:
+  static void check_shape(const char* rule, const char* what, size_t i, const array& got,
+                          const Shape& want) {
+    if (got.shape() != want) {
+      throw std::invalid_argument(std::string("[custom_function] the ") + rule + " returned a " +
+                                  what + " of shape " + shape_str(got.shape()) + " at position " +
+                                  std::to_string(i) + " where " + shape_str(want) +
+                                  " was expected");
+    }
+  }
+
   int num_inputs_;
+  std::vector<Shape> out_shapes_;
   VecFn fun_;
   std::optional<CustomVjp> vjp_;
   std::optional<CustomJvp> jvp_;
@@ -557,11 +609,9 @@ VecFn custom_function(VecFn fun, std::optional<CustomVjp> fun_vjp,
     std::vector<array> all = inputs;
     all.insert(all.end(), outs.begin(), outs.end());
     Stream s = default_stream(default_device());
-    return array::make_arrays(std::move(shapes), dtypes,
-                              std::make_shared<CustomTransforms>(
-                                  s, static_cast<int>(inputs.size()), fun, fun_vjp, fun_jvp,
-                                  fun_vmap),
-                              all);
+    auto primitive = std::make_shared<CustomTransforms>(s, static_cast<int>(inputs.size()), shapes,
+                                                        fun, fun_vjp, fun_jvp, fun_vmap);
+    return array::make_arrays(std::move(shapes), dtypes, primitive, all);
   };
 }
 

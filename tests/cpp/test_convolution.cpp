@@ -532,7 +532,8 @@ TEST(Convolution, test_errors_name_the_op_and_values) {
   expect_message([&] { conv1d(x, zeros({4, 3, 1}), 1, 0, 1, 2); }, "conv1d", "groups=2");
   expect_message([&] { conv1d(x, zeros({4, 3, 3}), 1, 0, 1, 0); }, "conv1d", "groups=0");
   expect_message([&] { conv1d(x, zeros({4, 9, 3})); }, "conv1d", "larger than the padded input (8)");
-  expect_message([&] { conv1d(x, zeros({4, 3, 3}), 1, -3); }, "conv1d", "padded input (2)");
+  expect_message([&] { conv1d(x, zeros({4, 3, 3}), 1, -3); }, "conv1d",
+                 "padding must be non-negative, got (-3,)");
   expect_message([&] { conv1d(x, zeros({4, 3, 3}), 0); }, "conv1d", "stride must be positive");
   expect_message([&] { conv2d(zeros({1, 5, 5, 3}), zeros({1, 2, 2, 3}), {1, 1}, {0, 0}, {1, -1}); },
                  "conv2d", "dilation must be positive, got (1,-1)");

@@ -7,6 +7,26 @@ import tessera.core as mx
 from tessera.utils import tree_flatten, tree_map, tree_merge, tree_reduce, tree_unflatten
 
 
+def _check_tree(optimizer, gradients, parameters, path):
+    """Every entry of ``gradients`` must be one of ``parameters``: ValueError
+    naming the first that is not, before any state changes."""
+    if isinstance(gradients, dict):
+        if not isinstance(parameters, dict):
+            raise ValueError(f"[{optimizer}.update] the gradients have a dict at "
+                             f"'{path}' where the parameters have {type(parameters).__name__}")
+        for k, g in gradients.items():
+            if k not in parameters:
+                raise ValueError(f"[{optimizer}.update] the gradients have '{path}{k}', "
+                                 f"which the parameters do not")
+            _check_tree(optimizer, g, parameters[k], f"{path}{k}.")
+    elif isinstance(gradients, (list, tuple)):
+        if not isinstance(parameters, (list, tuple)) or len(parameters) < len(gradients):
+            raise ValueError(f"[{optimizer}.update] the gradients have a list of "
+                             f"{len(gradients)} at '{path}' that the parameters do not match")
+        for i, g in enumerate(gradients):
+            _check_tree(optimizer, g, parameters[i], f"{path}{i}.")
+
+
 class Optimizer:
     """Base class: subclasses implement ``init_single`` and ``apply_single``."""
 
@@ -49,6 +69,7 @@ class Optimizer:
 
     def apply_gradients(self, gradients: dict, parameters: dict):
         """Updated parameters with the structure of ``gradients``."""
+        _check_tree(type(self).__name__, gradients, parameters, "")
         if not self._initialized:
             self.init(gradients)
 

@@ -171,10 +171,12 @@ void allocate(array& out) { out.set_data(allocator::malloc(out.nbytes())); }
   throw std::invalid_argument(std::string("[") + op + "] " + what);
 }
 
+// The arguments are checked before LAPACK runs, but LAPACKE refuses a matrix
+// that holds NaN (it names the matrix as the bad argument).
 void check_argument(lapack_int info, const char* op, const char* routine) {
   if (info < 0) {
-    throw std::logic_error(std::string("[") + op + "] " + routine + " rejected argument " +
-                           std::to_string(-info) + " (bug)");
+    throw std::invalid_argument(std::string("[") + op + "] the matrix holds NaN values (" +
+                                routine + " refused argument " + std::to_string(-info) + ")");
   }
 }
 

@@ -17,12 +17,21 @@ class Identity(Module):
         return x
 
 
+def _check_dims(layer, **dims):
+    """Input sizes must be positive ints, output sizes non-negative ones."""
+    for name, d in dims.items():
+        least = 0 if name == "output_dims" else 1
+        if not isinstance(d, int) or isinstance(d, bool) or d < least:
+            raise ValueError(f"[{layer}] {name} must be an int of at least {least}, got {d!r}")
+
+
 class Linear(Module):
     r"""``y = x @ weight.T + bias`` with ``weight (out, in)`` and ``bias (out,)``,
     both drawn from U(±1/sqrt(input_dims))."""
 
     def __init__(self, input_dims: int, output_dims: int, bias: bool = True) -> None:
         super().__init__()
+        _check_dims("Linear", input_dims=input_dims, output_dims=output_dims)
         scale = math.sqrt(1.0 / input_dims)
         self.weight = mx.random.uniform(low=-scale, high=scale, shape=(output_dims, input_dims))
         if bias:
@@ -53,6 +62,8 @@ class Bilinear(Module):
     def __init__(self, input1_dims: int, input2_dims: int, output_dims: int,
                  bias: bool = True) -> None:
         super().__init__()
+        _check_dims("Bilinear", input1_dims=input1_dims, input2_dims=input2_dims,
+                    output_dims=output_dims)
         scale = math.sqrt(1.0 / input1_dims)
         self.weight = mx.random.uniform(low=-scale, high=scale,
                                         shape=(output_dims, input2_dims, input1_dims))

@@ -17,6 +17,10 @@ def sliding_windows(x, window_shape, window_strides, window_dilation=None):
         raise ValueError(f"[sliding_windows] the window {window_shape} and strides "
                          f"{window_strides} do not match the spatial dims {spatial_dims}")
     dilation = window_dilation or (1,) * len(window_shape)
+    for name, values in (("window_shape", window_shape), ("window_strides", window_strides),
+                         ("window_dilation", dilation)):
+        if any(v <= 0 for v in values):
+            raise ValueError(f"[sliding_windows] {name} must be positive but is {tuple(values)}")
     x = mx.contiguous(x)
     strides = [1] * x.ndim  # row-major, in elements
     for i in range(x.ndim - 2, -1, -1):
