@@ -1,6 +1,8 @@
 // Python values to arrays and back. See convert.h.
 #include "convert.h"
 
+#include <limits>
+
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/complex.h>
 
@@ -439,15 +441,37 @@ nb::object to_numpy(const array& a, std::optional<nb::handle> dtype) {
 
 namespace tessera::python {
 
+namespace {
+
+// A dimension from a Python int; one outside ShapeElem's range raises
+// OverflowError naming it, as MLX does.
+ShapeElem to_dim(nb::handle e, const char* op) {
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(e.ptr(), &overflow);
+  if (overflow == 0 && v == -1 && PyErr_Occurred()) throw nb::python_error();
+  if (overflow != 0 || v < std::numeric_limits<ShapeElem>::min() ||
+      v > std::numeric_limits<ShapeElem>::max()) {
+    std::string msg = std::string("[") + op + "] the dimension " +
+                      nb::cast<std::string>(nb::str(e)) + " is outside the supported range [" +
+                      std::to_string(std::numeric_limits<ShapeElem>::min()) + ", " +
+                      std::to_string(std::numeric_limits<ShapeElem>::max()) + "]";
+    PyErr_SetString(PyExc_OverflowError, msg.c_str());
+    throw nb::python_error();
+  }
+  return static_cast<ShapeElem>(v);
+}
+
+}  // namespace
+
 Shape to_shape(nb::handle v, const char* op) {
-  if (PyLong_Check(v.ptr())) return {nb::cast<ShapeElem>(v)};
+  if (PyLong_Check(v.ptr())) return {to_dim(v, op)};
   if (PyList_Check(v.ptr()) || PyTuple_Check(v.ptr())) {
     Shape s;
     for (nb::handle e : v) {
       if (!PyLong_Check(e.ptr()) || PyBool_Check(e.ptr())) {
         throw nb::type_error((std::string("[") + op + "] shape entries must be ints").c_str());
       }
-      s.push_back(nb::cast<ShapeElem>(e));
+      s.push_back(to_dim(e, op));
     }
     return s;
   }
