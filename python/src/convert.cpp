@@ -1,6 +1,8 @@
 // Python values to arrays and back. See convert.h.
 #include "convert.h"
 
+#include <limits>
+
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/complex.h>
 
@@ -544,14 +546,18 @@ nb::object to_numpy(const array& a, std::optional<nb::handle> dtype) {
 
 namespace tessera::python {
 
+// A dimension from a Python int; one outside ShapeElem's range raises
+// OverflowError naming the op and the value, as MLX does.
 ShapeElem to_shape_elem(nb::handle v, const char* op) {
   int overflow = 0;
   long long x = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+  if (overflow == 0 && x == -1 && PyErr_Occurred()) throw nb::python_error();
   if (overflow || x < std::numeric_limits<ShapeElem>::min() ||
       x > std::numeric_limits<ShapeElem>::max()) {
-    throw std::invalid_argument(std::string("[") + op + "] shape entry " +
-                                nb::str(v).c_str() +
-                                " is out of range: dimensions must be below 2^31");
+    std::string msg = std::string("[") + op + "] shape entry " + nb::str(v).c_str() +
+                      " is out of range: dimensions must be below 2^31";
+    PyErr_SetString(PyExc_OverflowError, msg.c_str());
+    throw nb::python_error();
   }
   return static_cast<ShapeElem>(x);
 }

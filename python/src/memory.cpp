@@ -1,7 +1,30 @@
 // Memory statistics and limits.
+#include <unordered_set>
+
 #include "convert.h"
 
 namespace tessera::python {
+
+namespace {
+
+// The buffers of the arrays among the leaves of a tree (lists, tuples, dicts).
+void collect_buffers(nb::handle tree, std::unordered_set<const void*>& seen, size_t& total) {
+  if (nb::isinstance<array>(tree)) {
+    const array& a = nb::cast<const array&>(tree);
+    if (!a.is_available()) {
+      throw std::invalid_argument(
+          "[get_array_buffer_size] arrays must be evaluated before their buffers are measured");
+    }
+    const void* key = a.buffer().storage();
+    if (key && seen.insert(key).second) total += a.buffer().size();
+  } else if (nb::isinstance<nb::list>(tree) || nb::isinstance<nb::tuple>(tree)) {
+    for (nb::handle x : tree) collect_buffers(x, seen, total);
+  } else if (nb::isinstance<nb::dict>(tree)) {
+    for (auto [k, v] : nb::borrow<nb::dict>(tree)) collect_buffers(v, seen, total);
+  }
+}
+
+}  // namespace
 
 void init_memory(nb::module_& m) {
   m.def("get_active_memory", &get_active_memory);
@@ -16,6 +39,12 @@ void init_memory(nb::module_& m) {
   m.def("set_wired_limit", [](nb::int_ limit) { return set_wired_limit(to_uint64(limit, "set_wired_limit", "limit")); },
         "limit"_a);
   m.def("clear_cache", &clear_cache);
+  m.def("get_array_buffer_size", [](nb::args args) {
+    std::unordered_set<const void*> seen;
+    size_t total = 0;
+    for (nb::handle a : args) collect_buffers(a, seen, total);
+    return total;
+  });
 }
 
 }  // namespace tessera::python

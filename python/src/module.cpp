@@ -28,5 +28,11 @@ NB_MODULE(core, m) {
   init_transforms(m);
   init_memory(m);
   init_metal(m);
+  // MLX's aliases of functions bound above.
+  const std::pair<const char*, const char*> aliases[] = {
+      {"empty", "zeros"}, {"empty_like", "zeros_like"}, {"cumulative_sum", "cumsum"},
+      {"cumulative_prod", "cumprod"}};
+  for (auto [alias, name] : aliases) m.attr(alias) = m.attr(name);
+  m.attr("matrix_norm") = m.attr("linalg").attr("norm");
   init_io(m);
 }

@@ -1,5 +1,6 @@
 // Reductions, softmax and trace, as functions and methods.
 #include "convert.h"
+#include "tessera/ops/array_api.h"
 
 namespace tessera::python {
 
@@ -70,6 +71,17 @@ void init_reduce(nb::module_& m, ArrayClass& cls) {
     array x = to_array(a);
     return dtype ? trace(x, offset, axis1, axis2, *dtype, s) : trace(x, offset, axis1, axis2, s);
   }, "a"_a, pos_only(), "offset"_a = 0, "axis1"_a = 0, "axis2"_a = 1, "dtype"_a = nb::none(), nb::kw_only(),
+        "stream"_a = nb::none());
+  def(m, "median", [](nb::handle a, const Axes& axis, bool keepdims, StreamArg s) {
+    array x = to_array(a);
+    return median(x, axes_of(x, axis), keepdims, s);
+  }, "a"_a, pos_only(), "axis"_a = nb::none(), "keepdims"_a = false, nb::kw_only(),
+        "stream"_a = nb::none());
+  def(m, "minmax", [](nb::handle a, const Axes& axis, bool keepdims, StreamArg s) {
+    array x = to_array(a);
+    auto r = minmax(x, axes_of(x, axis), keepdims, s);
+    return nb::make_tuple(r[0], r[1]);
+  }, "a"_a, pos_only(), "axis"_a = nb::none(), "keepdims"_a = false, nb::kw_only(),
         "stream"_a = nb::none());
 }
 

@@ -1,6 +1,7 @@
 // Shape manipulation, joining and splitting, as
 // functions and the array methods of the same names.
 #include "convert.h"
+#include "tessera/ops/array_api.h"
 
 namespace tessera::python {
 
@@ -84,6 +85,9 @@ void init_shape(nb::module_& m, ArrayClass& cls) {
         "a"_a, pos_only(), "axis1"_a, "axis2"_a, kw, "stream"_a = nb::none());
   cls.def("swapaxes", [](const array& a, int a1, int a2, StreamArg s) { return swapaxes(a, a1, a2, s); },
           "axis1"_a, "axis2"_a, kw, "stream"_a = nb::none());
+  def(m, "matrix_transpose", [](nb::handle a, StreamArg s) { return matrix_transpose(to_array(a), s); },
+        "a"_a, pos_only(), kw, "stream"_a = nb::none());
+  cls.def_prop_ro("mT", [](const array& a) { return matrix_transpose(a); });
   def(m, "moveaxis", [](nb::handle a, int src, int dst, StreamArg s) { return moveaxis(to_array(a), src, dst, s); },
         "a"_a, pos_only(), "source"_a, "destination"_a, kw, "stream"_a = nb::none());
   cls.def("moveaxis", [](const array& a, int src, int dst, StreamArg s) { return moveaxis(a, src, dst, s); },

@@ -1,5 +1,6 @@
 // Sorting and selection, and searchsorted.
 #include "convert.h"
+#include "tessera/ops/array_api.h"
 
 namespace tessera::python {
 
@@ -44,6 +45,18 @@ void init_sort(nb::module_& m, ArrayClass&) {
                            StreamArg s) {
     return searchsorted(to_array(sorted_sequence), to_array(values), side, s);
   }, "sorted_sequence"_a, "values"_a, pos_only(), "side"_a = "left", nb::kw_only(), "stream"_a = nb::none());
+  def(m, "unique", [](nb::handle a, int size, bool return_index, bool return_inverse,
+                      bool return_counts, nb::handle fill_value, StreamArg s) -> nb::object {
+    std::optional<array> fill;
+    if (!fill_value.is_none()) fill = to_array(fill_value);
+    auto r = unique(to_array(a), size, return_index, return_inverse, return_counts, fill, s);
+    if (r.size() == 1) return nb::cast(r[0]);
+    nb::list out;
+    for (auto& x : r) out.append(nb::cast(x));
+    return nb::tuple(out);
+  }, "a"_a, pos_only(), "size"_a, "return_index"_a = false, "return_inverse"_a = false,
+        "return_counts"_a = false, "fill_value"_a = nb::none(), nb::kw_only(),
+        "stream"_a = nb::none());
 }
 
 }  // namespace tessera::python

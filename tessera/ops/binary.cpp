@@ -63,9 +63,14 @@ array arithmetic(const char* op, const array& a, const array& b, StreamOrDevice 
 }
 
 // Float-out: the promoted dtype lifted to float32 unless inexact; real only.
+array complex_logaddexp(const array& a, const array& b, Dtype t, StreamOrDevice s);
+
 template <typename P>
 array float_out(const char* op, const array& a, const array& b, StreamOrDevice s) {
   Dtype t = inexact_type(promote_types(a.dtype(), b.dtype()));
+  if constexpr (std::is_same_v<P, LogAddExp>) {
+    if (is_complex(t)) return complex_logaddexp(a, b, t, s);
+  }
   check_real(op, t);
   return make_binary<P>(op, a, b, t, t, s);
 }
@@ -99,6 +104,17 @@ array shift(const char* op, const array& a, const array& b, StreamOrDevice s) {
 
 array all_true(const array& a, StreamOrDevice s) {
   return array(Shape{}, bool_, std::make_shared<AllTrue>(to_stream(s)), {a});
+}
+
+// Complex logaddexp composes public ops: with m the larger real part (a real
+// shift, so the imaginary parts are untouched), m + log(exp(a - m) + exp(b - m))
+// is the principal logarithm of exp(a) + exp(b), as MLX gives.
+array complex_logaddexp(const array& a, const array& b, Dtype t, StreamOrDevice s) {
+  array x = astype(a, t, s), y = astype(b, t, s);
+  array m = stop_gradient(maximum(real(x, s), real(y, s), s), s);
+  m = where(isinf(m, s), array(0.0f), m, s);
+  array mc = astype(m, t, s);
+  return add(mc, log(add(exp(subtract(x, mc, s), s), exp(subtract(y, mc, s), s), s), s), s);
 }
 
 }  // namespace

@@ -21,10 +21,10 @@
 //   float_out       inexact inputs kept, the rest computed in float32
 //   float_out_real  float_out, complex rejected
 //   predicate       bool output
-//   predicate_real  predicate, complex rejected
+//   predicate_real  predicate; complex z: FN(real(z)) and imag(z) == 0 (MLX's)
 // Binary rules (ops/binary.cpp), after broadcasting:
 //   arithmetic      the promoted dtype
-//   float_out       the promoted dtype lifted to float32 unless inexact; real only
+//   float_out       promoted, lifted to float32 unless inexact; real (logaddexp: any)
 //   comparison      inputs promoted, bool output
 //   logical         inputs read as truth values, bool output
 //   bitwise         integer or bool inputs, the promoted dtype

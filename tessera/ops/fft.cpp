@@ -159,6 +159,7 @@ TESSERA_FFT_FAMILY(irfft, irfft2, irfftn, Kind::c2r, true)
 
 array fftfreq(int n, double d, StreamOrDevice s) {
   if (n <= 0) throw_invalid("fftfreq", "n must be positive, got " + std::to_string(n));
+  if (d == 0) throw_invalid("fftfreq", "the sample spacing d must be non-zero");
   array i = arange(0, n, s);
   array k = where(less(i, array((n + 1) / 2), s), i, subtract(i, array(n), s), s);
   return astype(divide(astype(k, float64, s), array(n * d, float64), s), float32, s);
@@ -166,6 +167,7 @@ array fftfreq(int n, double d, StreamOrDevice s) {
 
 array rfftfreq(int n, double d, StreamOrDevice s) {
   if (n <= 0) throw_invalid("rfftfreq", "n must be positive, got " + std::to_string(n));
+  if (d == 0) throw_invalid("rfftfreq", "the sample spacing d must be non-zero");
   array k = arange(0, n / 2 + 1, s);
   return astype(divide(astype(k, float64, s), array(n * d, float64), s), float32, s);
 }

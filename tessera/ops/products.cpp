@@ -182,26 +182,122 @@ array block_masked_mm(const array& a, const array& b, int block_size,
   return out;
 }
 
+namespace {
+
+// The Hadamard matrices of orders 12, 20 and 28 that MLX uses: row i is the
+// transform of the unit vector e_i ('+' is 1, '-' is -1).
+constexpr const char* kHadamard12[12] = {
+    "+-++++++++++",
+    "--+-+-+-+-+-",
+    "+++-++----++",
+    "+---+--+-++-",
+    "+++++-++----",
+    "+-+---+--+-+",
+    "++--+++-++--",
+    "+--++---+--+",
+    "++----+++-++",
+    "+--+-++---+-",
+    "++++----+++-",
+    "+-+--+-++---",
+};
+constexpr const char* kHadamard20[20] = {
+    "+-----++++--++--+--+",
+    "-+---+-+++---+++-+--",
+    "--+--++-+++---+-+-+-",
+    "---+-+++-+++-----+-+",
+    "----+++++--++--+--+-",
+    "+----+----+-++---++-",
+    "-+----+----+-++---++",
+    "--+----+--+-+-++---+",
+    "---+----+-++-+-++---",
+    "----+----+-++-+-++--",
+    "++--+-+--++----+----",
+    "+++--+-+---+----+---",
+    "-+++--+-+---+----+--",
+    "--+++--+-+---+----+-",
+    "+--+++--+-----+----+",
+    "+-++-++--+-+++++----",
+    "-+-+++++--+-+++-+---",
+    "+-+-+-+++-++-++--+--",
+    "++-+---++++++-+---+-",
+    "-++-++--++++++-----+",
+};
+constexpr const char* kHadamard28[28] = {
+    "+--------++++--+-++-+-++--++",
+    "-+--------+++++-+-++-+-++--+",
+    "--+----+---+++-+-+-++++-++--",
+    "---+---++---+++-+-+-+-++-++-",
+    "----+--+++---+++-+-+---++-++",
+    "-----+-++++----++-+-++--++-+",
+    "------+-++++--+-++-+-++--++-",
+    "++----++------+--++---+-++-+",
+    "+++-----+------+--++-+-+-++-",
+    "-+++-----+------+--++-+-+-++",
+    "--+++-----+---+--+--++-+-+-+",
+    "---+++-----+--++--+--++-+-+-",
+    "----+++-----+--++--+--++-+-+",
+    "+----++------+--++--++-++-+-",
+    "+-+--+--++--+++------++----+",
+    "-+-+--++-++--+-+-----+++----",
+    "+-+-+--++-++----+-----+++---",
+    "-+-+-+--++-++----+-----+++--",
+    "--+-+-+--++-++----+-----+++-",
+    "+--+-+-+--++-+-----+-----+++",
+    "-+--+-+++--++-------++----++",
+    "+--++--+-+--+---++++-+------",
+    "-+--++--+-+--+---++++-+-----",
+    "--+--+++-+-+--+---+++--+----",
+    "+--+--+-+-+-+-++---++---+---",
+    "++--+----+-+-++++---+----+--",
+    "-++--+-+--+-+-++++--------+-",
+    "--++--+-+--+-+-++++--------+",
+};
+
+// The matrix of order m (12, 20 or 28) as an array of dtype t.
+array hadamard_matrix(int m, Dtype t) {
+  const char* const* rows = m == 12 ? kHadamard12 : m == 20 ? kHadamard20 : kHadamard28;
+  std::vector<float> v;
+  v.reserve(m * m);
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < m; ++j) v.push_back(rows[i][j] == '+' ? 1.f : -1.f);
+  }
+  return astype(array(v.begin(), Shape{m, m}, float32), t);
+}
+
+}  // namespace
+
+// A length n = m * 2^k (m = 1, 12, 20 or 28) is transformed as MLX does, by
+// the matrix kron(H_m, S_{2^k}) (S: Sylvester's): the 2^k transform of each
+// of the m rows of x reshaped to (m, 2^k), then H_m^T times the result.
 array hadamard_transform(const array& a, std::optional<float> scale, StreamOrDevice s) {
   const char* op = "hadamard_transform";
   if (a.ndim() == 0) throw_invalid(op, "needs an array of at least one dimension");
   const int n = a.shape(-1);
-  if (n <= 0 || (n & (n - 1)) != 0) {
-    throw_invalid(op, "the last axis must have a power-of-two length, got " + std::to_string(n) +
-                          " (lengths m * 2^k with m = 12, 20 or 28 are not supported)");
+  auto pow2 = [](int v) { return v > 0 && (v & (v - 1)) == 0; };
+  int m = 1;
+  for (int c : {12, 20, 28}) {
+    if (!pow2(n) && n % c == 0 && pow2(n / c)) m = c;
+  }
+  if (!pow2(n) && m == 1) {
+    throw_invalid(op, "the last axis must have length m * 2^k with m = 1, 12, 20 or 28, got " +
+                          std::to_string(n));
   }
   if (is_complex(a.dtype())) throw_invalid(op, "complex input is not supported");
   array x = is_inexact(a.dtype()) ? a : astype(a, float32, s);
   const Shape shape = x.shape();
-  int rows = 1;
+  const int p = n / m;
+  int rows = m;
   for (size_t d = 0; d + 1 < shape.size(); ++d) rows *= shape[d];
-  // Sylvester's recursion H_n = [[H, H], [H, -H]]: at each step, within each
+  // Sylvester's recursion H_p = [[H, H], [H, -H]]: at each step, within each
   // block of `width` elements, the halves become (top + bottom, top - bottom).
-  for (int width = n; width > 1; width /= 2) {
-    const int blocks = n / width, half = width / 2;
+  for (int width = p; width > 1; width /= 2) {
+    const int blocks = p / width, half = width / 2;
     array v = reshape(x, {rows, blocks, 2, half}, s);
     array top = take(v, 0, 2, s), bottom = take(v, 1, 2, s);
     x = stack({add(top, bottom, s), subtract(top, bottom, s)}, 2, s);
+  }
+  if (m > 1) {
+    x = matmul(transpose(hadamard_matrix(m, x.dtype()), s), reshape(x, {rows / m, m, p}, s), s);
   }
   x = reshape(x, shape, s);
   const double k = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(n));

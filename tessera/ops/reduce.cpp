@@ -1,11 +1,17 @@
 // Reductions over axes, softmax and trace: validate, pick the result dtype, create the node.
 #include "tessera/ops/reduce.h"
+#include "tessera/ops/array_api.h"
 
+#include <algorithm>
+#include <cmath>
 #include <ostream>
 
+#include "tessera/ops/binary.h"
 #include "tessera/ops/creation.h"
 #include "tessera/ops/primitives/reduce.h"
 #include "tessera/ops/shape.h"
+#include "tessera/ops/sort.h"
+#include "tessera/ops/unary.h"
 #include "tessera/ops/utils.h"
 
 namespace tessera {
@@ -102,14 +108,89 @@ TESSERA_REDUCTION_OVERLOADS(max)
 TESSERA_REDUCTION_OVERLOADS(min)
 TESSERA_REDUCTION_OVERLOADS(mean)
 TESSERA_REDUCTION_OVERLOADS(logsumexp)
+// The median composes public ops (so every device runs it and it has
+// derivatives): the reduced axes are moved last and flattened, sorted, and the
+// two middle values averaged in the float-out dtype; a NaN gives NaN.
+array median(const array& a, const std::vector<int>& axes, bool keepdims, StreamOrDevice s) {
+  const int nd = static_cast<int>(a.ndim());
+  auto ax = normalize_axes(axes, nd, "median");
+  const Dtype t = inexact_type(a.dtype());
+  if (is_complex(t)) throw_invalid("median", "complex input (" + dtype_name(t) + ") has no order");
+  Shape out_shape = reduced_shape(a.shape(), ax, keepdims);
+  const int64_t n = reduced_count(a.shape(), ax);
+  if (n == 0) {
+    throw_invalid("median", "cannot take the median of an array of shape " +
+                                shape_str(a.shape()) + " over the empty axes " + ints_str(ax));
+  }
+  std::vector<int> perm;
+  Shape kept;
+  for (int d = 0; d < nd; ++d) {
+    if (std::find(ax.begin(), ax.end(), d) == ax.end()) {
+      perm.push_back(d);
+      kept.push_back(a.shape(d));
+    }
+  }
+  perm.insert(perm.end(), ax.begin(), ax.end());
+  Shape flat = kept;
+  flat.push_back(static_cast<int>(n));
+  array x = reshape(transpose(astype(a, t, s), perm, s), flat, s);
+  array sorted = sort(x, -1, s);
+  const int k = static_cast<int>(kept.size());
+  auto middle = [&](int64_t i) {
+    Shape start(k + 1, 0), stop = flat;
+    start[k] = static_cast<int>(i);
+    stop[k] = static_cast<int>(i + 1);
+    return squeeze(slice(sorted, start, stop, s), k, s);
+  };
+  array m = multiply(add(middle((n - 1) / 2), middle(n / 2), s), array(0.5, t), s);
+  array m_nan = where(any(isnan(x, s), -1, false, s), array(NAN, t), m, s);
+  return reshape(m_nan, out_shape, s);
+}
+
+std::vector<array> minmax(const array& a, const std::vector<int>& axes, bool keepdims,
+                          StreamOrDevice s) {
+  return {min(a, axes, keepdims, s), max(a, axes, keepdims, s)};
+}
+std::vector<array> minmax(const array& a, bool keepdims, StreamOrDevice s) {
+  return minmax(a, all_axes(static_cast<int>(a.ndim())), keepdims, s);
+}
+std::vector<array> minmax(const array& a, StreamOrDevice s) { return minmax(a, false, s); }
+std::vector<array> minmax(const array& a, int axis, bool keepdims, StreamOrDevice s) {
+  return minmax(a, std::vector<int>{axis}, keepdims, s);
+}
+
+array number_of_elements(const array& a, std::vector<int> axes, bool inverted, Dtype dtype,
+                         StreamOrDevice s) {
+  const int nd = static_cast<int>(a.ndim());
+  auto ax = normalize_axes(axes, nd, "number_of_elements");
+  if (inverted) {
+    std::vector<int> rest;
+    for (int d = 0; d < nd; ++d) {
+      if (std::find(ax.begin(), ax.end(), d) == ax.end()) rest.push_back(d);
+    }
+    ax = std::move(rest);
+  }
+  double n = 1;
+  for (int d : ax) n *= a.shape(d);
+  return astype(array(n, float64), dtype, s);
+}
+
 TESSERA_REDUCTION_OVERLOADS(all)
 TESSERA_REDUCTION_OVERLOADS(any)
+TESSERA_REDUCTION_OVERLOADS(median)
 #undef TESSERA_REDUCTION_OVERLOADS
 
 namespace {
 
 array moment(const array& a, const std::vector<int>& axes, bool keepdims, int ddof,
              bool take_sqrt, const char* op, StreamOrDevice s) {
+  if (is_complex(a.dtype())) {
+    // The variance of a complex array is that of its real and imaginary parts
+    // added (the mean squared modulus of the deviation), and it is real.
+    array v = add(moment(real(a, s), axes, keepdims, ddof, false, op, s),
+                  moment(imag(a, s), axes, keepdims, ddof, false, op, s), s);
+    return take_sqrt ? sqrt(v, s) : v;
+  }
   auto ax = normalize_axes(axes, static_cast<int>(a.ndim()), op);
   Shape out_shape = reduced_shape(a.shape(), ax, keepdims);
   return array(std::move(out_shape), inexact_type(a.dtype()),

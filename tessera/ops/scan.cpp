@@ -1,6 +1,9 @@
 // Scans along one axis: validate, pick the result dtype, create the Scan node.
 #include "tessera/ops/scan.h"
 
+#include "tessera/ops/binary.h"
+#include "tessera/ops/reduce.h"
+#include "tessera/ops/unary.h"
 #include "tessera/ops/creation.h"
 #include "tessera/ops/primitives/scan.h"
 #include "tessera/ops/shape.h"
@@ -50,7 +53,14 @@ array cummin(const array& a, int axis, bool reverse, bool inclusive, StreamOrDev
   return make_scan(a, axis, reverse, inclusive, Scan::Min, a.dtype(), "cummin", s);
 }
 array logcumsumexp(const array& a, int axis, bool reverse, bool inclusive, StreamOrDevice s) {
-  check_real(a, "logcumsumexp");
+  if (is_complex(a.dtype())) {
+    // The principal logarithm of the running sums of exp(a), shifted by the
+    // largest real part along the axis (as logaddexp of complex inputs).
+    int ax = normalize_axis(axis, static_cast<int>(a.ndim()), "logcumsumexp");
+    array m = stop_gradient(max(real(a, s), ax, true, s), s);
+    m = astype(where(isinf(m, s), array(0.0f), m, s), a.dtype(), s);
+    return add(m, log(cumsum(exp(subtract(a, m, s), s), ax, reverse, inclusive, s), s), s);
+  }
   return make_scan(a, axis, reverse, inclusive, Scan::LogAddExp, inexact_type(a.dtype()),
                    "logcumsumexp", s);
 }

@@ -9,8 +9,8 @@
 // first element is the identity: 0, 1, the lowest value, the highest value,
 // -inf); reverse scans from the end of the axis. Result dtypes: cumsum maps
 // bool to int32, every other input dtype is kept (after the optional `dtype`
-// cast of cumsum and cumprod); logcumsumexp is float-out. cummax, cummin and
-// logcumsumexp reject complex input.
+// cast of cumsum and cumprod); logcumsumexp is float-out (complex: the principal
+// log of the running sums of exp). cummax and cummin reject complex input.
 #pragma once
 
 #include <optional>

@@ -1,10 +1,13 @@
 #include "tessera/ops/shape.h"
+#include "tessera/ops/array_api.h"
 
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
 
+#include "tessera/ops/binary.h"
 #include "tessera/ops/creation.h"
+#include "tessera/ops/indexing.h"
 #include "tessera/ops/primitives/shape.h"
 #include "tessera/ops/utils.h"
 
@@ -391,6 +394,44 @@ array slice_update(const array& src, const array& update, const array& start,
                {src, broadcast_to(update, region, s), start});
 }
 
+// The accumulating slice updates: the region is read, combined with the
+// update (cast to src's dtype) and written back; a strided region has distinct
+// elements, so this is exact, and it runs and differentiates everywhere.
+#define TESSERA_SLICE_UPDATE_REDUCE(NAME, COMBINE)                                        \
+  array NAME(const array& src, const array& update, Shape start, Shape stop, Shape strides, \
+             StreamOrDevice s) {                                                            \
+    Shape region = normalize_slice(src.shape(), start, stop, strides, #NAME);               \
+    if (update.ndim() > src.ndim() ||                                                       \
+        broadcast_shapes(update.shape(), region, #NAME) != region) {                        \
+      throw_invalid(#NAME, "an update of shape " + shape_str(update.shape()) +              \
+                               " cannot be broadcast to the slice shape " +                 \
+                               shape_str(region));                                          \
+    }                                                                                       \
+    if (shape_size(region) == 0) return src;                                                \
+    array current = slice(src, start, stop, strides, s);                                    \
+    array combined = COMBINE(current, astype(update, src.dtype(), s), s);                   \
+    return slice_update(src, combined, std::move(start), std::move(stop), std::move(strides), \
+                        s);                                                                 \
+  }                                                                                         \
+  array NAME(const array& src, const array& update, Shape start, Shape stop,                \
+             StreamOrDevice s) {                                                            \
+    Shape strides(src.ndim(), 1);                                                           \
+    return NAME(src, update, std::move(start), std::move(stop), std::move(strides), s);     \
+  }
+TESSERA_SLICE_UPDATE_REDUCE(slice_update_add, add)
+TESSERA_SLICE_UPDATE_REDUCE(slice_update_prod, multiply)
+TESSERA_SLICE_UPDATE_REDUCE(slice_update_max, maximum)
+TESSERA_SLICE_UPDATE_REDUCE(slice_update_min, minimum)
+#undef TESSERA_SLICE_UPDATE_REDUCE
+
+array matrix_transpose(const array& a, StreamOrDevice s) {
+  if (a.ndim() < 2) {
+    throw_invalid("matrix_transpose", "the input must have at least 2 dimensions, got shape " +
+                                          shape_str(a.shape()));
+  }
+  return swapaxes(a, -1, -2, s);
+}
+
 array concatenate(std::vector<array> arrays, int axis, StreamOrDevice s) {
   if (arrays.empty()) throw_invalid("concatenate", "no arrays to concatenate");
   const array& first = arrays[0];
@@ -527,6 +568,48 @@ array tile(const array& arr, std::vector<int> reps, StreamOrDevice s) {
   return reshape(broadcast_to(reshape(arr, expanded, s), broadcast, s), out, s);
 }
 
+namespace {
+
+// Modes 'reflect' (mirrored about the edge element, which is not repeated) and
+// 'symmetric' (mirrored about the edge, which is repeated), with NumPy's
+// repeated mirroring for widths beyond the axis: a `take` along each padded
+// axis of host-computed positions, so every device runs it and it has
+// derivatives.
+array pad_mirrored(const array& a, const std::vector<int>& axes, const Shape& low,
+                   const Shape& high, bool symmetric, StreamOrDevice s) {
+  const char* mode = symmetric ? "symmetric" : "reflect";
+  array out = a;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t lo = low[i], hi = high[i], n = a.shape(axes[i]);
+    if (lo < 0 || hi < 0) {
+      throw_invalid("pad", "pad widths must be non-negative, got low " + shape_str(low) +
+                               " and high " + shape_str(high));
+    }
+    if (lo + hi == 0) continue;
+    if (n == 0) {
+      throw_invalid("pad", "cannot pad the empty axis " + std::to_string(axes[i]) + " in " +
+                               mode + " mode");
+    }
+    if (n + lo + hi > INT32_MAX) throw_invalid("pad", "the result is too large");
+    const int64_t period = symmetric ? 2 * n : 2 * (n - 1);
+    std::vector<int32_t> idx;
+    idx.reserve(n + lo + hi);
+    for (int64_t p = -lo; p < n + hi; ++p) {
+      int64_t q = 0;
+      if (period > 0) {
+        q = ((p % period) + period) % period;
+        if (q >= n) q = symmetric ? period - 1 - q : period - q;
+      }
+      idx.push_back(static_cast<int32_t>(q));
+    }
+    const int len = static_cast<int>(idx.size());
+    out = take(out, array(idx.begin(), Shape{len}, int32), axes[i], s);
+  }
+  return out;
+}
+
+}  // namespace
+
 array pad(const array& a, const std::vector<int>& axes, const Shape& low_pad_size,
           const Shape& high_pad_size, const array& pad_value, const std::string& mode,
           StreamOrDevice s) {
@@ -543,8 +626,11 @@ array pad(const array& a, const std::vector<int>& axes, const Shape& low_pad_siz
     m = Pad::Mode::constant;
   } else if (mode == "edge") {
     m = Pad::Mode::edge;
+  } else if (mode == "reflect" || mode == "symmetric") {
+    return pad_mirrored(a, ax, low_pad_size, high_pad_size, mode == "symmetric", s);
   } else {
-    throw_invalid("pad", "unsupported mode '" + mode + "' (use 'constant' or 'edge')");
+    throw_invalid("pad", "unsupported mode '" + mode +
+                             "' (use 'constant', 'edge', 'reflect' or 'symmetric')");
   }
   if (pad_value.size() != 1) {
     throw_invalid("pad", "pad_value must be a scalar, got shape " + shape_str(pad_value.shape()));

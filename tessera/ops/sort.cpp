@@ -1,5 +1,10 @@
 // Sorting and selection: validate, normalize axis and kth, create the nodes.
 #include "tessera/ops/sort.h"
+#include "tessera/ops/array_api.h"
+#include "tessera/ops/binary.h"
+#include "tessera/ops/indexing.h"
+#include "tessera/ops/reduce.h"
+#include "tessera/ops/scan.h"
 
 #include "tessera/ops/creation.h"
 #include "tessera/ops/primitives/sort.h"
@@ -116,6 +121,52 @@ bool SearchSorted::is_equivalent(const Primitive& other) const {
 }
 bool PermuteAxis::is_equivalent(const Primitive& other) const {
   return dynamic_cast<const PermuteAxis&>(other).axis_ == axis_;
+}
+
+// unique composes sort-family ops: a stable argsort, the starts of the runs of
+// equal sorted values, their running count (each element's group), and a
+// searchsorted of the groups 0..size-1 for where each begins.
+std::vector<array> unique(const array& a, int size, bool return_index, bool return_inverse,
+                          bool return_counts, const std::optional<array>& fill_value,
+                          StreamOrDevice s) {
+  if (size < 0) throw_invalid("unique", "size must be non-negative, got " + std::to_string(size));
+  if (is_complex(a.dtype())) throw_invalid("unique", "complex input has no order");
+  array x = flatten(a, s);
+  const int n = static_cast<int>(x.size());
+  if (n == 0 && size > 0 && !fill_value) {
+    throw_invalid("unique", "an empty input needs a fill_value to pad to size " +
+                                std::to_string(size));
+  }
+  array perm = argsort(x, 0, s);
+  array sorted = take(x, perm, 0, s);
+  array starts = n == 0 ? zeros({0}, bool_, s)
+                        : concatenate({ones({1}, bool_, s),
+                                       not_equal(slice(sorted, {1}, {n}, s),
+                                                 slice(sorted, {0}, {n - 1}, s), s)},
+                                      0, s);
+  array group = subtract(cumsum(astype(starts, int32, s), 0, false, true, s), array(1), s);
+  array count = sum(astype(starts, int32, s), s);
+  array k = arange(0, size, s);
+  array first = astype(searchsorted(group, k, "left", s), int32, s);
+  array next = astype(searchsorted(group, k, "right", s), int32, s);
+  array present = less(k, count, s);
+  array at = minimum(first, array(std::max(n - 1, 0)), s);
+  array fill = fill_value ? astype(*fill_value, a.dtype(), s)
+                          : (n > 0 ? take(sorted, 0, 0, s) : zeros({}, a.dtype(), s));
+  std::vector<array> out;
+  out.push_back(n == 0 ? broadcast_to(fill, {size}, s)
+                       : where(present, take(sorted, at, 0, s), fill, s));
+  if (return_index) {
+    array idx = n == 0 ? zeros({size}, uint32, s) : take(perm, at, 0, s);
+    out.push_back(n == 0 ? idx : where(present, idx, take(perm, 0, 0, s), s));
+  }
+  if (return_inverse) {
+    array inverse = take(group, argsort(perm, 0, s), 0, s);
+    inverse = minimum(inverse, array(std::max(size - 1, 0)), s);
+    out.push_back(reshape(astype(inverse, uint32, s), a.shape(), s));
+  }
+  if (return_counts) out.push_back(where(present, subtract(next, first, s), array(0), s));
+  return out;
 }
 
 }  // namespace tessera

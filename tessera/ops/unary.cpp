@@ -2,6 +2,7 @@
 #include "tessera/ops/unary.h"
 
 #include "tessera/memory/pool.h"
+#include "tessera/ops/binary.h"
 #include "tessera/ops/creation.h"
 #include "tessera/ops/primitives/unary.h"
 #include "tessera/ops/utils.h"
@@ -58,10 +59,12 @@ array predicate(const array& a, StreamOrDevice s) {
   }
 #define TESSERA_DEFINE_UNARY_predicate(NAME, FN) \
   array FN(const array& a, StreamOrDevice s) { return predicate<NAME>(a, s); }
-#define TESSERA_DEFINE_UNARY_predicate_real(NAME, FN) \
-  array FN(const array& a, StreamOrDevice s) {         \
-    check_real(#FN, a);                                 \
-    return predicate<NAME>(a, s);                       \
+#define TESSERA_DEFINE_UNARY_predicate_real(NAME, FN)                                 \
+  array FN(const array& a, StreamOrDevice s) {                                         \
+    if (is_complex(a.dtype())) {                                                       \
+      return logical_and(FN(real(a, s), s), equal(imag(a, s), array(0.0f), s), s);     \
+    }                                                                                  \
+    return predicate<NAME>(a, s);                                                      \
   }
 #define TESSERA_DEFINE_UNARY_custom(NAME, FN)
 #define TESSERA_DEFINE_UNARY(NAME, FN, RULE) TESSERA_DEFINE_UNARY_##RULE(NAME, FN)

@@ -1,4 +1,5 @@
 #include "tessera/ops/utils.h"
+#include "tessera/ops/array_api.h"
 
 #include <algorithm>
 #include <sstream>
@@ -60,6 +61,17 @@ int normalize_axis(int axis, int ndim, const char* op) {
     throw_invalid(op, msg.str());
   }
   return axis < 0 ? axis + ndim : axis;
+}
+
+int normalize_axis_index(int axis, int ndim, const std::string& prefix) {
+  return normalize_axis(axis, ndim, prefix.c_str());
+}
+
+Dtype result_type(const std::vector<array>& arrays) {
+  if (arrays.empty()) throw_invalid("result_type", "at least one array is needed");
+  Dtype t = arrays[0].dtype();
+  for (size_t i = 1; i < arrays.size(); ++i) t = promote_types(t, arrays[i].dtype());
+  return t;
 }
 
 std::vector<int> normalize_axes(const std::vector<int>& axes, int ndim, const char* op) {

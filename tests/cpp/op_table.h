@@ -246,9 +246,9 @@ inline double remainder(double a, double b, Dtype t) {
   return r;
 }
 
-// Floor of the quotient; integers divide natively (truncating), by zero give 0.
+// Floor of the quotient (integers too, as Python and MLX); integers by zero give 0.
 inline double floor_divide(double a, double b, Dtype t) {
-  if (!is_inexact(t)) return b == 0 ? 0.0 : std::trunc(a / b);
+  if (!is_inexact(t) && b == 0) return 0.0;
   return std::floor(a / b);
 }
 
@@ -478,9 +478,11 @@ inline std::vector<Op> make_ops() {
           .zero_derivative(),
       unary("isposinf", [](auto& x) { return isposinf(x); }, [](double) { return 0.0; }, all,
             {-5, 5}, Rule::boolean)
+          .complex([](cd z) { return cd(z == cd(INFINITY, 0)); })
           .zero_derivative(),
       unary("isneginf", [](auto& x) { return isneginf(x); }, [](double) { return 0.0; }, all,
             {-5, 5}, Rule::boolean)
+          .complex([](cd z) { return cd(z == cd(-INFINITY, 0)); })
           .zero_derivative(),
       unary("nan_to_num", [](auto& x) { return nan_to_num(x); }, id, all, {-5, 5})
           .complex(cid)
@@ -538,6 +540,7 @@ inline std::vector<Op> make_ops() {
       binary("logaddexp", [](auto& a, auto& b) { return logaddexp(a, b); },
              [](double a, double b) { return std::log(std::exp(a) + std::exp(b)); }, all, {-5, 5},
              {-5, 5}, Rule::float_out)
+          .complex([](cd a, cd b) { return std::log(std::exp(a) + std::exp(b)); })
           .smooth({{-3, 3}, {-3, 3}}),
       binary("arctan2", [](auto& a, auto& b) { return arctan2(a, b); },
              [](double a, double b) { return std::atan2(a, b); }, all, {-5, 5}, {-5, 5},

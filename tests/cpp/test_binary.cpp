@@ -118,10 +118,12 @@ TEST(Binary, IntegerSemantics) {
     int32_t min32 = std::numeric_limits<int32_t>::min();
     EXPECT_EQ(floor_divide(array(min32), array(-1)).item<int32_t>(), min32);
     EXPECT_EQ(remainder(array(min32), array(-1)).item<int32_t>(), 0);
-    // floor_divide of integers is native division (as in MLX); remainder has
-    // the sign of the divisor.
-    harness::expect_values(floor_divide(array({7, -7, 7, -7}), array({2, 2, -2, -2})),
-                           {3, -3, -3, 3}, "int //");
+    // floor_divide of integers floors (Python's and MLX's -7 // 2 == -4);
+    // remainder has the sign of the divisor.
+    harness::expect_values(floor_divide(array({7, -7, 7, -7, -8, 8}), array({2, 2, -2, -2, 4, -4})),
+                           {3, -4, -4, 3, -2, -2}, "int //");
+    harness::expect_values(floor_divide(array({-7, 7}, int8), array({2, -2}, int8)), {-4, -4},
+                           "int8 //");
     harness::expect_values(remainder(array({7, -7, 7, -7}), array({3, 3, -3, -3})), {1, 2, -2, -1},
                            "int %");
     harness::expect_values(floor_divide(array({7.f, -7.f}), array(2.f)), {3, -4}, "float //");
@@ -141,11 +143,11 @@ TEST(Binary, IntegerSemantics) {
         1);
     EXPECT_EQ(subtract(array(0u), array(1u)).item<uint32_t>(),
               std::numeric_limits<uint32_t>::max());
-    // Exact integer powers; negative exponents give the truncated real result.
+    // Exact integer powers; a negative exponent gives 0 (MLX's result).
     EXPECT_EQ(power(array(int64_t{3}), array(int64_t{39})).item<int64_t>(), 4052555153018976267LL);
     EXPECT_EQ(power(array(2), array(31)).item<int32_t>(), min32);
     harness::expect_values(power(array({2, 1, -1, -1, 0}), array({-1, -5, -3, -2, -1})),
-                           {0, 1, -1, 1, 0}, "negative exponents");
+                           {0, 0, 0, 0, 0}, "negative exponents");
     harness::expect_values(power(array({0, 5}), array({0, 0})), {1, 1}, "x ** 0");
     // Shifts.
     harness::expect_values(left_shift(array({1, 1, 1, -1}), array({3, 31, 32, -1})),
@@ -192,7 +194,7 @@ TEST(Binary, DivModIsOneNodeWithTwoOutputs) {
     EXPECT_EQ(qr[1].dtype(), int32);
     EXPECT_EQ(&qr[0].primitive(), &qr[1].primitive());
     eval(qr);
-    harness::expect_values(qr[0], {3, -3, 0, -1}, "quotient");
+    harness::expect_values(qr[0], {3, -4, 0, -2}, "quotient");
     harness::expect_values(qr[1], {1, 1, 0, -2}, "remainder");
     auto f = divmod(array({7.5f, -7.5f}), array(2.0f));
     harness::expect_values(f[1], {1.5, 0.5}, "float remainder alone");
@@ -200,7 +202,7 @@ TEST(Binary, DivModIsOneNodeWithTwoOutputs) {
     // Temporaries as inputs (donatable): both outputs still right.
     auto t = divmod(add(a, array(0)), add(b, array(0)));
     harness::expect_values(t[1], {1, 1, 0, -2}, "remainder of temporaries");
-    harness::expect_values(t[0], {3, -3, 0, -1}, "quotient of temporaries");
+    harness::expect_values(t[0], {3, -4, 0, -2}, "quotient of temporaries");
     auto bc = divmod(array({5, 6}, {2, 1}, int32), array({1, 2, 3}));
     EXPECT_EQ(bc[0].shape(), (Shape{2, 3}));
     harness::expect_values(bc[1], {0, 1, 2, 0, 0, 0}, "broadcast divmod");
@@ -413,7 +415,6 @@ TEST(Binary, Errors) {
   expect_message([&] { subtract(t, t); }, "subtract", "bool");
   expect_message([&] { floor_divide(c, f); }, "floor_divide", "complex64");
   expect_message([&] { remainder(f, c); }, "remainder", "complex64");
-  expect_message([&] { logaddexp(c, c); }, "logaddexp", "complex64");
   expect_message([&] { arctan2(c, f); }, "arctan2", "complex64");
   EXPECT_THROW(where(array({true, false}), a, b), std::invalid_argument);
   EXPECT_THROW(isclose(a, b), std::invalid_argument);

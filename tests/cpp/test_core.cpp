@@ -266,6 +266,7 @@ TEST(Eval, ErrorsSurfaceAtEvalAndPropagate) {
 }
 
 #include "harness.h"
+#include "tessera/ops/array_api.h"
 
 TEST(Copy, AstypeEveryPairOfDtypesOnEveryLayout) {
   for (auto layout : harness::all_layouts()) {
@@ -396,4 +397,15 @@ TEST(Eval, NothingRunsBeforeEval) {
   EXPECT_EQ(bigger.status(), ArrayStatus::unscheduled);
   eval(bigger);
   EXPECT_GE(get_active_memory(), before + (8u << 20));
+}
+
+TEST(Utils, ResultTypeAndNormalizeAxisIndex) {
+  EXPECT_EQ(result_type({array(1, int8), array(1, uint8)}), int16);
+  EXPECT_EQ(result_type({array(1), array(1.f, float16), array(true)}), float16);
+  EXPECT_EQ(result_type({array(1u, uint32), array(1, int32)}), int64);
+  EXPECT_THROW(result_type({}), std::invalid_argument);
+  EXPECT_EQ(normalize_axis_index(-1, 3), 2);
+  EXPECT_EQ(normalize_axis_index(1, 3), 1);
+  EXPECT_THROW(normalize_axis_index(3, 3), std::invalid_argument);
+  EXPECT_THROW(normalize_axis_index(-4, 3, "[op]"), std::invalid_argument);
 }

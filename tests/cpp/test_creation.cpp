@@ -128,13 +128,32 @@ TEST(Linspace, EveryDtype) {
   for (Dtype t : harness::numeric_types()) {
     array a = linspace(0.0, 10.0, 4, t);
     EXPECT_EQ(a.dtype(), t);
-    // Integers floor: 0, 3.33, 6.67, 10.
+    // Integers truncate: 0, 3.33, 6.67, 10.
     std::vector<double> want = is_integer(t)
                                    ? std::vector<double>{0, 3, 6, 10}
                                    : std::vector<double>{0, 10.0 / 3, 20.0 / 3, 10};
     expect_values(a, want, dtype_ctx(t));
   }
-  expect_values(linspace(0.0, -10.0, 4, int32), {0, -4, -7, -10}, "negative floors");
+  expect_values(linspace(0.0, -10.0, 4, int32), {0, -3, -6, -10}, "negative truncates");
+}
+
+TEST(Linspace, RoundsAsMlx) {
+  // Note [Linspace rounding]: (1 - t) * start + t * stop in float32, t = i / 12;
+  // element 1 is MLX's -2.0500001907348633, not the nearest float to -2.05.
+  array a = linspace(-3.3, 11.7, 13);
+  eval(a);
+  for (int i = 0; i < 13; ++i) {
+    const float t = static_cast<float>(i) / 12.f;
+    volatile float x = (1.f - t) * -3.3f, y = t * 11.7f;
+    EXPECT_EQ(a.data<float>()[i], x + y) << "element " << i;
+  }
+  EXPECT_EQ(a.data<float>()[1], -2.0500001907348633f);
+  for (Device d : harness::devices()) {
+    array g = linspace(0.1, 0.9, 50, float32, d);
+    array c = linspace(0.1, 0.9, 50, float32, Device::cpu);
+    eval(g, c);
+    for (int i = 0; i < 50; ++i) EXPECT_EQ(g.data<float>()[i], c.data<float>()[i]);
+  }
 }
 
 TEST(Linspace, Errors) {

@@ -245,7 +245,17 @@ TEST(HadamardTransform, MatchesSylvestersMatrix) {
     array h = hadamard_transform(i);
     EXPECT_EQ(h.dtype(), float32);
     harness::expect_values(h, {0.5, 0.5, 0.5, 0.5}, "integer input");
-    EXPECT_THROW(hadamard_transform(zeros({2, 12})), std::invalid_argument);
+    EXPECT_THROW(hadamard_transform(zeros({2, 36})), std::invalid_argument);
+    // m * 2^k: MLX's matrix of order 12 has the first row +-++++++++++ and is
+    // used as kron(H_12, S_2) for 24.
+    array h12 = hadamard_transform(eye(12), 1.0f);
+    harness::expect_values(slice(h12, {0, 0}, {1, 12}), {1, -1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+                           "H_12 row 0");
+    array h24 = hadamard_transform(eye(24), 1.0f);
+    array want24 = reshape(multiply(reshape(h12, {12, 1, 12, 1}),
+                                    reshape(array({1.f, 1.f, 1.f, -1.f}), {1, 2, 1, 2})),
+                           {24, 24});
+    EXPECT_TRUE(array_equal(h24, want24).item<bool>());
     EXPECT_THROW(hadamard_transform(array(1.0f)), std::invalid_argument);
   });
 }

@@ -37,8 +37,9 @@ std::vector<T> host_values(const array& a) {
   return std::vector<T>(c.data<T>(), c.data<T>() + c.size());
 }
 
-// The reference: float32 arithmetic of the affine formula, round half to even,
-// values written into the words one bit at a time.
+// The reference: MLX's affine rule in float32 (the scale nudged so that the
+// extreme of larger magnitude is exact), round half to even, values written
+// into the words one bit at a time.
 struct Reference {
   std::vector<uint32_t> words;
   std::vector<float> scales, biases;
@@ -54,15 +55,18 @@ Reference quantize_reference(const std::vector<float>& w, int rows, int K, int g
       const float* x = &w[static_cast<size_t>(i) * K + j * g];
       float lo = x[0], hi = x[0];
       for (int k = 0; k < g; ++k) lo = std::min(lo, x[k]), hi = std::max(hi, x[k]);
-      float s = (hi - lo) / static_cast<float>(top);
+      const bool low_edge = std::abs(lo) > std::abs(hi);
+      float s = std::max((hi - lo) / static_cast<float>(top), 1e-7f);
+      if (!low_edge) s = -s;
+      const float edge = low_edge ? lo : hi;
+      const float q0 = std::nearbyint(edge / s);
+      float bias = 0.f;
+      if (q0 != 0.f) s = edge / q0, bias = edge;
       r.scales.push_back(s);
-      r.biases.push_back(lo);
+      r.biases.push_back(bias);
       for (int k = 0; k < g; ++k) {
-        uint32_t q = 0;
-        if (s > 0) {
-          float v = std::nearbyint((x[k] - lo) / s);
-          q = v <= 0 ? 0 : v >= top ? top : static_cast<uint32_t>(v);
-        }
+        const float v = std::nearbyint((x[k] - bias) / s);
+        const uint32_t q = v <= 0 ? 0 : v >= top ? top : static_cast<uint32_t>(v);
         const int64_t first = (static_cast<int64_t>(i) * K + j * g + k) * bits;
         for (int b = 0; b < bits; ++b) {
           if ((q >> b) & 1u) r.words[(first + b) / 32] |= 1u << ((first + b) % 32);
@@ -120,33 +124,46 @@ TEST(Quantize, PackedWordsScalesAndBiasesMatchTheReference) {
 }
 
 TEST(Quantize, HandPackedWords) {
-  // One group of 32 values with minimum 0 and maximum 2^bits - 1: scale 1,
-  // bias 0, q = the value itself.
-  auto words_of = [](std::vector<float> v, int bits) {
+  // One group of 32 values from 0 to m = 2^bits - 1: the larger extreme is m,
+  // so (MLX's rule) the scale is -1 and the bias m, and q = m - value. The
+  // words are those MLX 0.32.4 gives.
+  auto words_of = [](std::vector<float> v, int bits, float m) {
     array w(v.begin(), {1, 32}, float32);
     auto q = quantize(w, 32, bits);
-    EXPECT_EQ(host_values<float>(q[1]), std::vector<float>{1.f});
-    EXPECT_EQ(host_values<float>(q[2]), std::vector<float>{0.f});
+    EXPECT_EQ(host_values<float>(q[1]), std::vector<float>{-1.f});
+    EXPECT_EQ(host_values<float>(q[2]), std::vector<float>{m});
     return host_values<uint32_t>(q[0]);
   };
   std::vector<float> v(32);
   for (int i = 0; i < 32; ++i) v[i] = static_cast<float>(i % 16);
-  EXPECT_EQ(words_of(v, 4), (std::vector<uint32_t>{0x76543210u, 0xFEDCBA98u, 0x76543210u,
-                                                  0xFEDCBA98u}));
+  EXPECT_EQ(words_of(v, 4, 15), (std::vector<uint32_t>{0x89ABCDEFu, 0x01234567u, 0x89ABCDEFu,
+                                                       0x01234567u}));
   for (int i = 0; i < 32; ++i) v[i] = static_cast<float>(i % 4);
-  EXPECT_EQ(words_of(v, 2), (std::vector<uint32_t>{0xE4E4E4E4u, 0xE4E4E4E4u}));
+  EXPECT_EQ(words_of(v, 2, 3), (std::vector<uint32_t>{0x1B1B1B1Bu, 0x1B1B1B1Bu}));
   for (int i = 0; i < 32; ++i) v[i] = static_cast<float>(i % 8);
-  // 0..7 in 3 bits is the 24-bit 0xFAC688; the next value straddles words.
-  EXPECT_EQ(words_of(v, 3), (std::vector<uint32_t>{0x88FAC688u, 0xC688FAC6u, 0xFAC688FAu}));
+  // 7..0 in 3 bits is the 24-bit 0x053977; the next value straddles words.
+  EXPECT_EQ(words_of(v, 3, 7), (std::vector<uint32_t>{0x77053977u, 0x39770539u, 0x05397705u}));
   std::vector<float> b(32, 0.f);
   b[0] = 1, b[1] = 2, b[2] = 3, b[3] = 255, b[5] = 7;
-  auto w8 = words_of(b, 8);
+  auto w8 = words_of(b, 8, 255);
   ASSERT_EQ(w8.size(), 8u);
-  EXPECT_EQ(w8[0], 0xFF030201u);
-  EXPECT_EQ(w8[1], 0x00000700u);
+  EXPECT_EQ(w8[0], 0x00FCFDFEu);
+  EXPECT_EQ(w8[1], 0xFFFFF8FFu);
+  // The larger extreme at the bottom: -1 .. 0.5 in 4 bits gives scale 0.1
+  // (-1 / -10), bias -1.
+  std::vector<float> l(32);
+  for (int i = 0; i < 32; ++i) l[i] = -1.f + 1.5f * static_cast<float>(i) / 31.f;
+  auto q = quantize(array(l.begin(), {1, 32}, float32), 32, 4);
+  EXPECT_EQ(host_values<float>(q[1]), std::vector<float>{0.1f});
+  EXPECT_EQ(host_values<float>(q[2]), std::vector<float>{-1.f});
+  // A group of zeros: the scale is the floor 1e-7, negated; the bias 0.
+  auto z = quantize(zeros({1, 32}), 32, 4);
+  EXPECT_EQ(host_values<float>(z[1]), std::vector<float>{-1e-7f});
+  EXPECT_EQ(host_values<float>(z[2]), std::vector<float>{0.f});
+  EXPECT_EQ(host_values<uint32_t>(z[0]), (std::vector<uint32_t>{0, 0, 0, 0}));
 }
 
-TEST(Quantize, DequantizeIsWithinHalfAScale) {
+TEST(Quantize, DequantizeIsWithinTheNudgedScale) {
   const int rows = 4, K = 128;
   for (Device d : harness::devices()) {
     for (Dtype t : {float32, float16, bfloat16, float64}) {
@@ -167,10 +184,10 @@ TEST(Quantize, DequantizeIsWithinHalfAScale) {
           double slack = harness::rtol_for(t);
           int failures = 0;
           for (size_t i = 0; i < bv.size() && failures < 3; ++i) {
-            double s = sv[i / g];
+            double s = std::abs(sv[i / g]);
             double mag = s * ((1 << bits) - 1) + std::abs(zv[i / g]) + std::abs(wv[i]);
             if (std::abs(bv[i] - want[i]) > slack * mag + 1e-12 ||
-                std::abs(bv[i] - wv[i]) > s / 2 + slack * mag + 1e-9) {
+                std::abs(bv[i] - wv[i]) > 1.5 * s + slack * mag + 1e-9) {
               ADD_FAILURE() << "element " << i << ": w " << wv[i] << " dequantized " << bv[i]
                             << " reference " << want[i] << " scale " << s;
               ++failures;
@@ -186,7 +203,11 @@ TEST(Quantize, DequantizeDtypeAndConstantGroups) {
   array w = ones({2, 64}, float32);
   auto q = quantize(w);  // group_size 64, bits 4
   EXPECT_EQ(q[0].shape(), (Shape{2, 8}));
-  EXPECT_EQ(host_values<float>(q[1]), (std::vector<float>{0.f, 0.f}));
+  // A constant group of ones: the scale floor 1e-7, negated, nudged to
+  // 1 / round(1 / -1e-7); the bias 1 (MLX gives -1e-07 and 1).
+  const float s = 1.f / std::nearbyint(1.f / -1e-7f);
+  EXPECT_EQ(host_values<float>(q[1]), (std::vector<float>{s, s}));
+  EXPECT_EQ(host_values<float>(q[2]), (std::vector<float>{1.f, 1.f}));
   array back = dequantize(q[0], q[1], q[2], std::nullopt, std::nullopt, "affine", std::nullopt,
                           float16);
   EXPECT_EQ(back.dtype(), float16);
@@ -328,7 +349,7 @@ TEST(QuantizedMatmul, GradientWithRespectToWIsRefused) {
 namespace {
 
 // Weights whose 3-bit quantization is exact: every group of 32 holds each
-// integer in [-3, 4] (scale 1, bias -3), so products with small integers are
+// integer in [-3, 4] (scale -1, bias 4), so products with small integers are
 // exact in any order of summation (BLAS or not, batched or not).
 array exact_weights(const Shape& shape) {
   std::vector<double> v(shape_size(shape));
@@ -346,7 +367,8 @@ TEST(QuantizedMatmul, VmapMatchesALoop) {
   const int g = 32, K = 64, N = 32, B = 3;
   auto q = quantize(exact_weights({N, K}), g, 3);
   auto qb = quantize(exact_weights({B, N, K}), g, 3);
-  EXPECT_EQ(grad_check::values(q[1]), std::vector<double>(N * K / g, 1.0));
+  EXPECT_EQ(grad_check::values(q[1]), std::vector<double>(N * K / g, -1.0));
+  EXPECT_EQ(grad_check::values(q[2]), std::vector<double>(N * K / g, 4.0));
   grad_check::on_each_device([&] {
     auto qmm = [](const std::vector<array>& a) {
       return std::vector<array>{quantized_matmul(a[0], a[1], a[2], a[3], true, 32, 3)};

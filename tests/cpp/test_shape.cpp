@@ -5,7 +5,9 @@
 #include <functional>
 #include <numeric>
 
+#include "grad_check.h"
 #include "harness.h"
+#include "tessera/ops/array_api.h"
 #include "tessera/backend/cpu/copy.h"
 
 using namespace tessera;
@@ -669,4 +671,63 @@ TEST(Shape, ArrayIteration) {
     EXPECT_EQ(x.item<int>(), 7 + n++);
   }
   EXPECT_EQ(n, 3);
+}
+
+// ---- slice_update_add/prod/max/min, matrix_transpose, pad modes ------------
+
+TEST(SliceUpdateReduce, CombinesTheRegionWithTheUpdate) {
+  on_each_device([] {
+    array src({1.f, 2.f, 3.f, 4.f, 5.f, 6.f});
+    array up({10.f, 0.5f});
+    expect_values(slice_update_add(src, up, {1}, {5}, {2}), {1, 12, 3, 4.5, 5, 6}, "add strided");
+    expect_values(slice_update_prod(src, up, {0}, {2}), {10, 1, 3, 4, 5, 6}, "prod");
+    expect_values(slice_update_max(src, up, {4}, {6}), {1, 2, 3, 4, 10, 6}, "max");
+    expect_values(slice_update_min(src, up, {4}, {6}), {1, 2, 3, 4, 5, 0.5}, "min");
+    // The update is cast to src's dtype and broadcast over the region.
+    array i({1, 2, 3, 4}, {2, 2}, int32);
+    expect_values(slice_update_add(i, array(2.7f), {0, 1}, {2, 2}), {1, 4, 3, 6}, "int src");
+    EXPECT_THROW(slice_update_add(src, array({1.f, 2.f, 3.f}), {0}, {2}), std::invalid_argument);
+  });
+}
+
+TEST(SliceUpdateReduce, Derivatives) {
+  auto f = [](const std::vector<array>& x) {
+    return std::vector{slice_update_add(x[0], x[1], {1, 0}, {3, 3}),
+                       slice_update_prod(x[0], x[1], {0, 0}, {2, 3})};
+  };
+  grad_check::check_derivatives("slice_update_add/prod", f,
+                                {grad_check::random_f64({3, 3}, 1), grad_check::random_f64({2, 3}, 2)});
+}
+
+TEST(MatrixTranspose, SwapsTheLastTwoAxes) {
+  array a = reshape(arange(6), {1, 2, 3});
+  array t = matrix_transpose(a);
+  EXPECT_EQ(t.shape(), (Shape{1, 3, 2}));
+  expect_values(t, {0, 3, 1, 4, 2, 5}, "matrix_transpose");
+  EXPECT_THROW(matrix_transpose(arange(3)), std::invalid_argument);
+}
+
+TEST(Pad, ReflectAndSymmetricModes) {
+  on_each_device([] {
+    array x({1, 2, 3, 4}, int32);
+    expect_values(pad(x, 2, array(0), "reflect"), {3, 2, 1, 2, 3, 4, 3, 2}, "reflect");
+    expect_values(pad(x, 2, array(0), "symmetric"), {2, 1, 1, 2, 3, 4, 4, 3}, "symmetric");
+    // Widths beyond the axis mirror again (NumPy's and MLX's result).
+    array y({1, 2, 3}, int32);
+    expect_values(pad(y, 5, array(0), "reflect"), {2, 1, 2, 3, 2, 1, 2, 3, 2, 1, 2, 3, 2},
+                  "reflect wide");
+    expect_values(pad(y, 5, array(0), "symmetric"), {2, 3, 3, 2, 1, 1, 2, 3, 3, 2, 1, 1, 2},
+                  "symmetric wide");
+    array m = reshape(arange(6), {2, 3});
+    expect_values(pad(m, {{1, 1}, {2, 2}}, array(0), "reflect"),
+                  {5, 4, 3, 4, 5, 4, 3, 2, 1, 0, 1, 2, 1, 0, 5, 4, 3, 4, 5, 4, 3, 2, 1, 0, 1, 2, 1, 0},
+                  "reflect 2-D");
+    EXPECT_THROW(pad(x, 1, array(0), "wrap"), std::invalid_argument);
+    EXPECT_THROW(pad(zeros({0}), 1, array(0), "reflect"), std::invalid_argument);
+  });
+  auto f = [](const std::vector<array>& x) {
+    return std::vector{pad(x[0], {{1, 2}, {3, 0}}, array(0.0), "reflect"),
+                       pad(x[0], 4, array(0.0), "symmetric")};
+  };
+  grad_check::check_derivatives("pad mirrored", f, {grad_check::random_f64({3, 4}, 5)});
 }

@@ -13,6 +13,7 @@
 
 #include "grad_check.h"
 #include "harness.h"
+#include "tessera/ops/array_api.h"
 
 using namespace tessera;
 using harness::Layout;
@@ -479,4 +480,23 @@ TEST(SortGrad, Vmap) {
   auto ss = [](const std::vector<array>& a) { return std::vector<array>{searchsorted(a[0], a[1])}; };
   check_vmap("searchsorted values", ss, {squeeze(slice(seq, {0, 0}, {1, 6}), 0), vals}, {-1, 0});
   check_vmap("searchsorted both", ss, {seq, transpose(vals)}, {0, 1});
+}
+
+TEST(Unique, ValuesIndexInverseCountsAsMlx) {
+  harness::on_each_device([] {
+    auto r = unique(array({5, 3, 5, 9}), 6, true, true, true);
+    ASSERT_EQ(r.size(), 4u);
+    harness::expect_values(r[0], {3, 5, 9, 3, 3, 3}, "values padded with the first");
+    harness::expect_values(r[1], {1, 0, 3, 1, 1, 1}, "index");
+    harness::expect_values(r[2], {1, 0, 1, 2}, "inverse");
+    harness::expect_values(r[3], {1, 2, 1, 0, 0, 0}, "counts");
+    auto t = unique(array({5, 3, 5, 9, 7, 7}), 2, false, true, true);
+    ASSERT_EQ(t.size(), 3u);
+    harness::expect_values(t[0], {3, 5}, "truncated");
+    harness::expect_values(t[1], {1, 0, 1, 1, 1, 1}, "inverse clamped");
+    auto f = unique(array({2.f, 1.f, 2.f, 4.f}, {2, 2}), 4, false, false, false, array(-1.f));
+    ASSERT_EQ(f.size(), 1u);
+    harness::expect_values(f[0], {1, 2, 4, -1}, "fill_value");
+    EXPECT_THROW(unique(array({1}), -1), std::invalid_argument);
+  });
 }

@@ -272,12 +272,14 @@ def test_convert_quantizes_and_generates(llama, tmp_path):
     assert weights["model.layers.0.mlp.gate_proj.scales"].shape == (128, 64 // 32)
     check_generates(q)
     check_matches_numpy(q)  # the dequantized weights in NumPy
-    # Each dequantized weight is within half a quantization step of the original.
+    # Each dequantized weight is within 1.5 quantization steps of the original:
+    # half a step, plus what MLX's nudge of the scale (so that 0 is exact) moves
+    # the far end of a group.
     _, original = load_weights(llama)
     _, dequantized = load_weights(q)
     for name, w in original.items():
         step = np.ptp(w.reshape(w.shape[0], -1, 32), -1).max() / 15 if w.ndim == 2 else 0
-        np.testing.assert_allclose(dequantized[name], w, atol=step / 2 + 1e-3, err_msg=name)
+        np.testing.assert_allclose(dequantized[name], w, atol=1.5 * step + 1e-3, err_msg=name)
 
 
 def test_lora_training_loss_goes_down(llama, tmp_path):

@@ -847,6 +847,44 @@ def test_upsample_linear(align_corners):
         nn.Upsample(2, mode="nearest", antialias=True)
 
 
+# What MLX 0.32.4 gives for x = i^2 / 7, i = 0..7, shape (1, 8, 1).
+UPSAMPLE_MLX = [
+    (dict(scale_factor=2.0, mode="cubic"),
+     [-0.015067, 0.017299, 0.06529, 0.229911, 0.404018, 0.743304, 1.033482, 1.542411, 1.948661,
+      2.627232, 3.149554, 3.997768, 4.63616, 5.729352, 6.634487, 7.19587]),
+    (dict(scale_factor=1.5, mode="cubic", align_corners=True),
+     [0.0, 0.04583, 0.236557, 0.500268, 0.89986, 1.482988, 2.024686, 2.831491, 3.749702,
+      4.600943, 5.962431, 7.0]),
+    (dict(scale_factor=0.5, mode="cubic", antialias=True), [0.058577, 0.88417, 2.965251, 5.970712]),
+    (dict(scale_factor=0.5, mode="linear", antialias=True), [0.142857, 1.0, 3.0, 5.714286]),
+    (dict(scale_factor=2.0, mode="cubic", antialias=True),
+     [-0.012605, 0.017727, 0.081788, 0.223214, 0.4375, 0.723214, 1.080357, 1.508929, 2.008929,
+      2.580357, 3.223214, 3.9375, 4.723214, 5.661941, 6.681961, 7.163865]),
+]
+
+
+@pytest.mark.parametrize("kwargs, want", UPSAMPLE_MLX, ids=lambda v: str(v)[:40])
+def test_upsample_cubic_and_antialias_match_mlx(kwargs, want):
+    x = (np.arange(8.0) ** 2 / 7).reshape(1, 8, 1).astype(np.float32)
+    close(nn.Upsample(**kwargs)(mx.array(x)).reshape(-1), want, rtol=1e-5, atol=2e-6)
+
+
+def test_upsample_cubic_is_separable_and_differentiable():
+    x = rand(1, 4, 5, 2)
+    up = nn.Upsample(scale_factor=(2, 0.5), mode="cubic", antialias=True)
+    rows = nn.Upsample(scale_factor=(2, 1), mode="cubic", antialias=True)
+    cols = nn.Upsample(scale_factor=(1, 0.5), mode="cubic", antialias=True)
+    close(up(mx.array(x)), cols(rows(mx.array(x))), rtol=1e-5, atol=1e-6)
+    # Linear in x: the gradient of sum(up(x) * c) is up's transpose applied to c.
+    c = mx.array(rand(1, 8, 2, 2))
+    g = mx.grad(lambda a: (up(a) * c).sum())(mx.array(x))
+    e = np.eye(x.size).reshape(-1, *x.shape)
+    cols_ = np.array([np.sum(np.array(up(mx.array(v.astype(np.float32)))) * np.array(c)) for v in e])
+    close(g.reshape(-1), cols_, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="align_corners"):
+        nn.Upsample(2, mode="cubic", align_corners=True, antialias=True)
+
+
 def test_average_gradients_single_process_is_identity():
     grads = {"w": mx.array(rand(2, 2)), "l": [mx.array(rand(3))]}
     out = nn.average_gradients(grads)

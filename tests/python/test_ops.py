@@ -326,3 +326,162 @@ def test_ops_on_every_dtype(npdtype, device, rng):
     np.testing.assert_allclose(np.array(mx.sum(a[::2], axis=1)), x[::2].sum(axis=1), rtol=1e-3)
     np.testing.assert_array_equal(np.array(mx.abs(a)), np.abs(x))
     np.testing.assert_array_equal(np.array(mx.equal(a, b)), x == y)
+
+
+# ---- behaviour of MLX 0.32.4 (the values below are what it gives) ----------
+
+
+def test_integer_floor_divide_floors(device):
+    a = mx.array([-7, 7, -8, 7, -128], mx.int32)
+    b = mx.array([2, -2, 3, 2, -1], mx.int32)
+    close(a // b, np.floor_divide(np.array(a), np.array(b)))
+    assert (mx.array(-7) // 2).item() == -4
+    q, r = mx.divmod(mx.array([-7, 7, -8]), mx.array([2, -2, 3]))
+    assert np.array(q).tolist() == [-4, -4, -3] and np.array(r).tolist() == [1, -1, 1]
+    assert np.array(mx.array([-7, 7], mx.int8) // mx.array([2, -2], mx.int8)).tolist() == [-4, -4]
+
+
+def test_integer_power_of_a_negative_exponent_is_zero(device):
+    a = mx.array([2, 3, -2, 0, 1, -1], mx.int32)
+    b = mx.array([10, 3, 3, 0, -1, -3], mx.int32)
+    assert np.array(mx.power(a, b)).tolist() == [1024, 27, -8, 1, 0, 0]
+    assert np.array(mx.power(mx.array([3], mx.uint8), mx.array([7], mx.uint8))).tolist() == [139]
+
+
+def test_linspace_rounds_as_mlx(device):
+    # (1 - t) * start + t * stop in float32 with t = i / (num - 1).
+    for start, stop, num in [(-3.3, 11.7, 13), (0.1, 0.9, 50), (1e-3, 7.77, 33)]:
+        t = np.arange(num, dtype=np.float32) / np.float32(num - 1)
+        want = (np.float32(1) - t) * np.float32(start) + t * np.float32(stop)
+        np.testing.assert_array_equal(np.array(mx.linspace(start, stop, num)), want)
+    # float64 computes in float64; integers truncate the float32 values.
+    t = np.arange(50.0) / 49
+    np.testing.assert_array_equal(np.array(mx.linspace(0.1, 0.9, 50, dtype=mx.float64)),
+                                  (1 - t) * 0.1 + t * 0.9)
+    assert np.array(mx.linspace(-2.5, 7.5, 7, dtype=mx.int32)).tolist() == [-2, 0, 0, 2, 4, 5, 7]
+    assert mx.linspace(-3.3, 11.7, 13)[1].item() == np.float32(-2.0500001907348633)
+
+
+def test_complex_inputs_of_isposinf_logaddexp_logcumsumexp_std_var(device):
+    inf = np.inf
+    z = mx.array([complex(inf, 1), complex(inf, 0), complex(-inf, 0), complex(1, inf)])
+    assert np.array(mx.isposinf(z)).tolist() == [False, True, False, False]
+    assert np.array(mx.isneginf(z)).tolist() == [False, False, True, False]
+    a = np.array([1 + 1j, 2 + 0j, -1 - 3j], np.complex64)
+    b = np.array([2 + 0j, 1j, 0.5 + 0.5j], np.complex64)
+    got = mx.logaddexp(mx.array(a), mx.array(b))
+    assert got.dtype == mx.complex64
+    close(got, np.log(np.exp(a.astype(np.complex128)) + np.exp(b)), rtol=1e-5)
+    close(got[0], 2.21357 + 0.2527114j, rtol=1e-5)  # MLX's value
+    cum = np.log(np.cumsum(np.exp(a.astype(np.complex128))))
+    close(mx.logcumsumexp(mx.array(a)), cum, rtol=1e-5)
+    close(mx.logcumsumexp(mx.array(a), reverse=True),
+          np.log(np.cumsum(np.exp(a[::-1].astype(np.complex128))))[::-1], rtol=1e-5)
+    x = np.array([[1 + 1j, 2], [3 - 1j, 5j]], np.complex64)
+    s = mx.std(mx.array(x), axis=0)
+    assert s.dtype == mx.float32
+    close(s, np.std(x, axis=0), rtol=1e-6)  # MLX: [1.41421, 2.69258]
+    v = mx.var(mx.array([1 + 1j, 3 - 1j]), ddof=1)
+    assert v.dtype == mx.float32 and v.item() == 4.0
+
+
+def test_fftfreq_refuses_a_zero_spacing():
+    for f in (mx.fft.fftfreq, mx.fft.rfftfreq):
+        with pytest.raises(ValueError, match="d must be non-zero"):
+            f(4, 0.0)
+
+
+def test_median_against_numpy(device, rng):
+    x = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    for axis in (None, 0, 1, (0, 2), -1):
+        for keepdims in (False, True):
+            close(mx.median(mx.array(x), axis=axis, keepdims=keepdims),
+                  np.median(x, axis=axis, keepdims=keepdims), rtol=1e-6)
+    close(mx.median(mx.array(x).transpose(2, 0, 1), axis=1), np.median(x.transpose(2, 0, 1), axis=1))
+    m = mx.median(mx.array([1, 2, 4, 8]))
+    assert m.dtype == mx.float32 and m.item() == 3.0
+    assert mx.median(mx.array([3.0, 1.0, 2.0, 4.0], mx.bfloat16)).dtype == mx.bfloat16
+    assert np.isnan(mx.median(mx.array([3.0, np.nan, 1.0])).item())
+    with pytest.raises(ValueError, match="median"):
+        mx.median(mx.zeros((0,)))
+
+
+def test_median_gradient_is_that_of_the_middle_elements():
+    g = mx.grad(lambda x: mx.median(x))(mx.array([3.0, 1.0, 2.0, 4.0]))
+    assert np.array(g).tolist() == [0.5, 0.0, 0.5, 0.0]
+    g = mx.grad(lambda x: mx.median(x))(mx.array([3.0, 1.0, 2.0]))
+    assert np.array(g).tolist() == [0.0, 0.0, 1.0]
+
+
+def test_minmax_matrix_transpose_and_aliases(device):
+    lo, hi = mx.minmax(mx.array([[3, 1], [2, 7]]), axis=0)
+    assert np.array(lo).tolist() == [2, 1] and np.array(hi).tolist() == [3, 7]
+    a = mx.arange(6).reshape(1, 2, 3)
+    close(mx.matrix_transpose(a), np.swapaxes(np.arange(6).reshape(1, 2, 3), -1, -2))
+    close(a.mT, np.swapaxes(np.arange(6).reshape(1, 2, 3), -1, -2))
+    with pytest.raises(ValueError, match="matrix_transpose"):
+        mx.matrix_transpose(mx.arange(3))
+    assert mx.empty((2, 3)).shape == (2, 3) and mx.empty((2,), mx.int32).dtype == mx.int32
+    e = mx.empty_like(mx.array([1, 2], mx.int8))
+    assert e.dtype == mx.int8 and e.shape == (2,)
+    close(mx.cumulative_sum(mx.array([[1, 2], [3, 4]])), [1, 3, 6, 10])
+    close(mx.cumulative_prod(mx.array([1.0, 2.0, 3.0]), reverse=True), [6.0, 6.0, 3.0])
+    close(mx.matrix_norm(mx.array([[1.0, 2.0], [3.0, 4.0]])), np.sqrt(30.0), rtol=1e-6)
+
+
+def test_get_array_buffer_size_counts_each_buffer_once():
+    a = mx.ones((3,))
+    b = mx.ones((10,))
+    mx.eval(a, b)
+    n = mx.get_array_buffer_size(a, [b, a], {"x": a, "y": 1})
+    assert n >= 13 * 4 and n == mx.get_array_buffer_size(a) + mx.get_array_buffer_size(b)
+    with pytest.raises(ValueError, match="evaluated"):
+        mx.get_array_buffer_size(mx.ones((2,)) + 1)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "symmetric"])
+def test_pad_reflect_and_symmetric_against_numpy(mode, device):
+    x = np.arange(1, 5, dtype=np.int32)
+    for w in (2, 5, (0, 3), (7, 1)):
+        close(mx.pad(mx.array(x), w, mode=mode), np.pad(x, w, mode=mode))
+    y = np.arange(6, dtype=np.float32).reshape(2, 3)
+    close(mx.pad(mx.array(y), ((1, 1), (2, 2)), mode=mode), np.pad(y, ((1, 1), (2, 2)), mode=mode))
+    # MLX's value for [1, 2, 3] padded by 5.
+    want = {"reflect": [2, 1, 2, 3, 2, 1, 2, 3, 2, 1, 2, 3, 2],
+            "symmetric": [2, 3, 3, 2, 1, 1, 2, 3, 3, 2, 1, 1, 2]}[mode]
+    assert np.array(mx.pad(mx.array([1, 2, 3]), 5, mode=mode)).tolist() == want
+    g = mx.grad(lambda a: (mx.pad(a, 2, mode=mode) * mx.arange(1.0, 9.0)).sum())(mx.array(x, mx.float32))
+    # Each source element collects the weights of the positions that copy it.
+    idx = np.pad(np.arange(4), 2, mode=mode)
+    close(g, np.bincount(idx, weights=np.arange(1.0, 9.0), minlength=4))
+    with pytest.raises(ValueError, match="wrap"):
+        mx.pad(mx.array(x), 1, mode="wrap")
+
+
+def test_unique_against_mlx_values(device):
+    # MLX 0.32.4's results.
+    v, i, inv, c = mx.unique(mx.array([5, 3, 5, 9]), 6, True, True, True)
+    assert np.array(v).tolist() == [3, 5, 9, 3, 3, 3] and v.dtype == mx.int32
+    assert np.array(i).tolist() == [1, 0, 3, 1, 1, 1] and i.dtype == mx.uint32
+    assert np.array(inv).tolist() == [1, 0, 1, 2] and inv.dtype == mx.uint32
+    assert np.array(c).tolist() == [1, 2, 1, 0, 0, 0] and c.dtype == mx.int32
+    v, i, inv, c = mx.unique(mx.array([5, 3, 5, 9, 7, 7]), 2, True, True, True)
+    assert np.array(v).tolist() == [3, 5] and np.array(i).tolist() == [1, 0]
+    assert np.array(inv).tolist() == [1, 0, 1, 1, 1, 1] and np.array(c).tolist() == [1, 2]
+    v, i, inv, c = mx.unique(mx.array([[2.0, 1], [2, 4]]), 4, True, True, True, fill_value=-1)
+    assert np.array(v).tolist() == [1, 2, 4, -1] and np.array(inv).tolist() == [[1, 0], [1, 2]]
+    assert np.array(mx.unique(mx.array([2, 1, 2, 3, 1]), 5)).tolist() == [1, 2, 3, 1, 1]
+    x = np.random.default_rng(0).integers(0, 20, (7, 9))
+    vals, idx, inv, cnt = np.unique(x, return_index=True, return_inverse=True, return_counts=True)
+    got = mx.unique(mx.array(x), len(vals), True, True, True)
+    for g, w in zip(got, (vals, idx, inv.reshape(x.shape), cnt)):
+        np.testing.assert_array_equal(np.array(g), w)
+    with pytest.raises(ValueError, match="unique"):
+        mx.unique(mx.array([1]), -1)
+
+
+def test_shape_entries_out_of_range_raise_overflow_error():
+    with pytest.raises(OverflowError, match="zeros"):
+        mx.zeros((2**40, 2))
+    with pytest.raises(OverflowError):
+        mx.ones(2**62)

@@ -91,9 +91,35 @@ def test_hadamard_transform_matches_sylvesters_matrix(n, rng):
     close(mx.hadamard_transform(mx.array(x), scale=0.25), x @ h.T * 0.25)
 
 
+# What MLX 0.32.4 gives for lengths m * 2^k with m = 28, 20 (k = 1), 12 (k = 1).
+HADAMARD_MLX = {
+    (28, 0.5): [-42, -39, -36, -33, -30, -27, -24, -28, -23, -32, -27, -22, -31, -26, -35, -30,
+                -25, -34, -43, -38, -33, -63, -72, -67, -62, -57, -52, -61],
+    (40, 1.0): [-44, 4, -20, 4, 4, 4, 28, 4, 52, 4, -40, 0, -80, 0, -40, 0, 0, 0, -40, 0, 80, 0,
+                120, 0, 80, 0, 40, 0, 80, 0, -408, 8, -400, 8, -392, 8, -384, 8, -376, 8],
+}
+
+
+@pytest.mark.parametrize("n, scale", sorted(HADAMARD_MLX))
+def test_hadamard_transform_of_m_times_a_power_of_two_matches_mlx(n, scale, device):
+    got = mx.hadamard_transform(mx.arange(float(n)).reshape(1, n), scale=scale)
+    close(got, [HADAMARD_MLX[(n, scale)]], rtol=1e-6)
+
+
+@pytest.mark.parametrize("n", [12, 20, 28, 24, 56, 160])
+def test_hadamard_transform_of_m_times_a_power_of_two_is_a_hadamard_matrix(n, device):
+    h = np.array(mx.hadamard_transform(mx.eye(n), scale=1.0))
+    assert set(np.unique(h).tolist()) == {-1.0, 1.0}
+    np.testing.assert_array_equal(h @ h.T, n * np.eye(n))
+    x = np.random.default_rng(n).standard_normal((2, n)).astype(np.float32)
+    close(mx.hadamard_transform(mx.array(x)), x @ h / np.sqrt(n), rtol=1e-4, atol=1e-5)
+    g = mx.grad(lambda a: (mx.hadamard_transform(a) * mx.arange(n)).sum())(mx.array(x))
+    close(g, np.broadcast_to(h @ np.arange(n) / np.sqrt(n), x.shape), rtol=1e-4, atol=1e-4)
+
+
 def test_bad_input_is_refused_with_the_op_name():
-    with pytest.raises(ValueError, match=r"\[hadamard_transform\].*12"):
-        mx.hadamard_transform(mx.zeros((2, 12)))
+    with pytest.raises(ValueError, match=r"\[hadamard_transform\].*36"):
+        mx.hadamard_transform(mx.zeros((2, 36)))
     with pytest.raises(ValueError, match=r"\[block_masked_mm\] block_size"):
         mx.block_masked_mm(mx.zeros((4, 4)), mx.zeros((4, 4)), 16)
     with pytest.raises(ValueError, match=r"\[gather_mm\] lhs_indices"):

@@ -15,20 +15,28 @@ GROUPS = [32, 64, 128]
 
 
 def np_quantize(w, group_size, bits):
-    """(packed uint32 words, scales, biases) of w (float32, rows x K)."""
+    """(packed uint32 words, scales, biases) of w (float32, rows x K), by MLX's
+    affine rule: the scale is nudged so that the extreme of larger magnitude
+    (and so 0) is represented exactly, and q comes from the unrounded scale."""
     rows, K = w.shape
+    f = np.float32
     g = w.reshape(rows, K // group_size, group_size)
     lo, hi = g.min(-1), g.max(-1)
-    top = np.float32(2**bits - 1)
-    scales = ((hi - lo) / top).astype(np.float32)
+    top = f(2**bits - 1)
+    low_edge = np.abs(lo) > np.abs(hi)
+    s = np.maximum((hi - lo) / top, f(1e-7)).astype(f)
+    s = np.where(low_edge, s, -s)
+    edge = np.where(low_edge, lo, hi)
+    q0 = np.rint(edge / s)
     with np.errstate(divide="ignore", invalid="ignore"):
-        q = np.round((g - lo[..., None]) / scales[..., None])
-    q = np.where(scales[..., None] > 0, np.clip(q, 0, top), 0).astype(np.uint64)
+        scales = np.where(q0 != 0, edge / q0, s).astype(f)
+    biases = np.where(q0 != 0, edge, f(0)).astype(f)
+    q = np.clip(np.rint((g - biases[..., None]) / scales[..., None]), 0, top).astype(np.uint64)
     # One bit stream per row, value i at bits [i * bits, (i + 1) * bits).
     q = q.reshape(rows, K)
     stream = ((q[..., None] >> np.arange(bits, dtype=np.uint64)) & 1).reshape(rows, -1, 32)
     words = (stream << np.arange(32, dtype=np.uint64)).sum(-1).astype(np.uint32)
-    return words, scales, lo.astype(np.float32)
+    return words, scales, biases
 
 
 def np_dequantize(words, scales, biases, group_size, bits):
@@ -53,24 +61,53 @@ def test_quantize_matches_numpy(bits, group_size):
     np.testing.assert_array_equal(np.array(wq), ref_words)
     np.testing.assert_array_equal(np.array(scales), ref_scales)
     np.testing.assert_array_equal(np.array(biases), ref_biases)
-    # Dequantization: the reference formula, within half a scale of w.
+    # Dequantization: the reference formula, within 1.5 scales of w (half a
+    # scale, plus what the nudge of the scale moves the far extreme: at most
+    # top * |s - s'| <= |s|).
     back = np.array(mx.dequantize(wq, scales, biases, group_size, bits))
     want = np_dequantize(ref_words, ref_scales, ref_biases, group_size, bits)
     np.testing.assert_allclose(back, want, rtol=1e-6, atol=1e-6)
-    half = np.repeat(ref_scales, group_size, axis=1) / 2
-    assert np.all(np.abs(back - w) <= half * (1 + 1e-5) + 1e-6)
+    bound = 1.5 * np.abs(np.repeat(ref_scales, group_size, axis=1))
+    assert np.all(np.abs(back - w) <= bound * (1 + 1e-5) + 1e-6)
 
 
 def test_quantize_hand_packed_words():
+    # The values MLX 0.32.4 gives: 0..15 has its larger extreme 15 at the top,
+    # so the scale is -1 and the bias 15 (q = 15 - w).
     w = np.tile(np.arange(16, dtype=np.float32), 4).reshape(1, 64)
     wq, scales, biases = mx.quantize(mx.array(w), 64, 4)
-    assert np.array(wq)[0, :2].tolist() == [0x76543210, 0xFEDCBA98]
-    assert np.array(scales).tolist() == [[1.0]] and np.array(biases).tolist() == [[0.0]]
+    assert np.array(wq)[0, :2].tolist() == [0x89ABCDEF, 0x01234567]
+    assert np.array(scales).tolist() == [[-1.0]] and np.array(biases).tolist() == [[15.0]]
     w2 = np.tile(np.arange(4, dtype=np.float32), 8).reshape(1, 32)
-    assert np.array(mx.quantize(mx.array(w2), 32, 2)[0]).tolist() == [[0xE4E4E4E4] * 2]
+    assert np.array(mx.quantize(mx.array(w2), 32, 2)[0]).tolist() == [[0x1B1B1B1B] * 2]
     w8 = np.zeros((1, 32), np.float32)
     w8[0, :4] = [1, 2, 3, 255]
-    assert np.array(mx.quantize(mx.array(w8), 32, 8)[0])[0, 0] == 0xFF030201
+    assert np.array(mx.quantize(mx.array(w8), 32, 8)[0])[0, 0] == 0x00FCFDFE
+    # The larger extreme at the bottom: scale 0.1 (from -1 / -10), bias -1.
+    w3 = np.linspace(-1, 0.5, 32, dtype=np.float32).reshape(1, 32)
+    wq, scales, biases = mx.quantize(mx.array(w3), 32, 4)
+    assert np.array(wq).tolist() == [[0x33221100, 0x77665544, 0xBBAA9988, 0xFFEEDDCC]]
+    assert scales.item() == np.float32(0.1) and biases.item() == -1.0
+    # A constant group of zeros: scale -1e-7 (the floor), bias 0, q = 0.
+    wq, scales, biases = mx.quantize(mx.zeros((1, 32)), 32, 4)
+    assert np.array(wq).tolist() == [[0, 0, 0, 0]]
+    assert scales.item() == np.float32(-1e-7) and biases.item() == 0.0
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("bits", BITS)
+def test_quantize_half_types_match_the_float32_rule(dtype, bits):
+    # 16-bit weights: extremes, scale and q in float32 from the exact values;
+    # the stored scale and bias are then rounded to the weights' dtype.
+    x = mx.array(RNG.standard_normal((4, 128)).astype(np.float32)).astype(getattr(mx, dtype))
+    w = np.array(x.astype(mx.float32))
+    wq, scales, biases = mx.quantize(x, 64, bits)
+    ref_words, ref_scales, ref_biases = np_quantize(w, 64, bits)
+    np.testing.assert_array_equal(np.array(wq), ref_words)
+    want_s = mx.array(ref_scales).astype(getattr(mx, dtype)).astype(mx.float32)
+    want_b = mx.array(ref_biases).astype(getattr(mx, dtype)).astype(mx.float32)
+    np.testing.assert_array_equal(np.array(scales.astype(mx.float32)), np.array(want_s))
+    np.testing.assert_array_equal(np.array(biases.astype(mx.float32)), np.array(want_b))
 
 
 def test_quantize_defaults_and_dtypes():
@@ -170,7 +207,7 @@ def test_quantized_matmul_gradient_matches_finite_differences():
 
 def exact_weights(batch, rows, cols):
     """Weights whose 3-bit quantization is exact (each group of 32 holds every
-    integer in [-3, 4]: scale 1, bias -3): products with small integers are then
+    integer in [-3, 4]: scale -1, bias 4, MLX's rule): products with small integers are then
     exact in any order of summation."""
     b, r, c = np.meshgrid(np.arange(batch), np.arange(rows), np.arange(cols), indexing="ij")
     return (((r * 7 + c * 3 + b) % 8) - 3).astype(np.float32)
@@ -180,7 +217,7 @@ def test_quantized_matmul_vmap_matches_a_loop():
     w = exact_weights(4, 32, 64)
     qs = [mx.quantize(mx.array(wi), 32, 3) for wi in w]
     wq, scales, biases = (mx.stack([q[i] for q in qs]) for i in range(3))
-    assert np.all(np.array(scales) == 1)
+    assert np.all(np.array(scales) == -1) and np.all(np.array(biases) == 4)
     x = mx.array(RNG.integers(-4, 5, (4, 2, 64)).astype(np.float32))
     f = lambda x, w, s, b: mx.quantized_matmul(x, w, s, b, group_size=32, bits=3)
     got = mx.vmap(f)(x, wq, scales, biases)

@@ -148,3 +148,20 @@ def test_errors():
         mx.random.uniform(shape=(3,), dtype=mx.int32)
     with pytest.raises(ValueError):
         mx.random.normal((3,), dtype=mx.int32)
+
+
+def test_normal_is_mlx_numbers_to_the_bit():
+    # MLX 0.32.4's float32 values for these keys (its erfinv polynomial).
+    want = [-0.8265804648399353, -0.3162474036216736, -0.11543699353933334, 0.8520151972770691,
+            0.40538841485977173, 0.921729326248169]
+    got = mx.random.normal((6,), key=mx.random.key(3))
+    np.testing.assert_array_equal(np.array(got), np.array(want, np.float32))
+    # truncated_normal maps its bounds through erf, which MLX approximates
+    # (1.5e-7 absolute error) and Tessera does not: its values agree to a few ulp.
+    want = [-0.9305711984634399, -0.5432368516921997, -0.5326308608055115, 0.484438955783844,
+            -0.48680365085601807, -0.8567453622817993]
+    got = mx.random.truncated_normal(-1.0, 2.0, (6,), key=mx.random.key(4))
+    np.testing.assert_allclose(np.array(got), np.array(want, np.float32), rtol=1e-6)
+    want = [-0.828125, -0.31640625, -0.115234375, 0.8515625, 0.40625, 0.921875]
+    got = mx.random.normal((6,), dtype=mx.bfloat16, key=mx.random.key(3))
+    np.testing.assert_array_equal(np.array(got.astype(mx.float32)), np.array(want, np.float32))

@@ -22,10 +22,11 @@
 //
 // Note [Integer semantics]
 // Integer arithmetic wraps (two's complement), computed in unsigned types so
-// that no overflow is undefined. Integer division and remainder by zero give 0;
-// INT_MIN / -1 wraps to INT_MIN. Shifts by a negative count or by at least the
-// width give 0 (right shift of a negative value: -1). An integer to a negative
-// integer power is the truncated real result (1 for 1, +-1 for -1, else 0).
+// that no overflow is undefined. Integer division floors (-7 // 2 == -4, as
+// Python and MLX); division and remainder by zero give 0; INT_MIN // -1 wraps
+// to INT_MIN. Shifts by a negative count or by at least the width give 0
+// (right shift of a negative value: -1). An integer to a negative integer power
+// is 0 (MLX's result; NumPy refuses it).
 #pragma once
 
 #include <cmath>
@@ -372,15 +373,52 @@ struct Erf : OnFloating {
   }
 };
 
+// float64 through the double-precision inverse; every narrower type through
+// MLX's float32 polynomial in log(1 - x^2) (two branches, at most 2.4 ulp
+// from the true value), so that erfinv and the normal samplers built on it
+// give MLX's numbers.
 struct ErfInv : OnFloating {
   template <typename T>
   TESSERA_HD T operator()(T x) const {
+    if constexpr (std::is_same_v<T, double>) {
 #ifdef __CUDA_ARCH__
-    if constexpr (std::is_same_v<T, float>) return ::erfinvf(x);
-    else return ::erfinv(x);
+      return ::erfinv(x);
 #else
-    return static_cast<T>(detail::erfinv(static_cast<double>(x)));
+      return detail::erfinv(x);
 #endif
+    } else {
+      return static_cast<T>(erfinv_f32(static_cast<float>(x)));
+    }
+  }
+
+  static TESSERA_HD float erfinv_f32(float a) {
+    using std::fma;
+    using std::log;
+    float t = log(fma(a, 0.0f - a, 1.0f));
+    float p;
+    if ((t < 0 ? -t : t) > 6.125f) {
+      p = 3.03697567e-10f;
+      p = fma(p, t, 2.93243101e-8f);
+      p = fma(p, t, 1.22150334e-6f);
+      p = fma(p, t, 2.84108955e-5f);
+      p = fma(p, t, 3.93552968e-4f);
+      p = fma(p, t, 3.02698812e-3f);
+      p = fma(p, t, 4.83185798e-3f);
+      p = fma(p, t, -2.64646143e-1f);
+      p = fma(p, t, 8.40016484e-1f);
+    } else {
+      p = 5.43877832e-9f;
+      p = fma(p, t, 1.43285448e-7f);
+      p = fma(p, t, 1.22774793e-6f);
+      p = fma(p, t, 1.12963626e-7f);
+      p = fma(p, t, -5.61530760e-5f);
+      p = fma(p, t, -1.47697632e-4f);
+      p = fma(p, t, 2.31468678e-3f);
+      p = fma(p, t, 1.15392581e-2f);
+      p = fma(p, t, -2.32015476e-1f);
+      p = fma(p, t, 8.86226892e-1f);
+    }
+    return a * p;
   }
 };
 
@@ -517,7 +555,7 @@ struct Divide : OnInexact {
   }
 };
 
-// Floats: floor(a / b). Integers: native (truncating) division, see Note
+// Floats: floor(a / b). Integers: the floor of the quotient, see Note
 // [Integer semantics].
 struct FloorDivide : OnReal {
   template <typename T>
@@ -528,8 +566,11 @@ struct FloorDivide : OnReal {
       if (b == 0) return T(0);
       if constexpr (std::is_signed_v<T>) {
         if (b == T(-1)) return Negative{}(a);
+        const T q = T(a / b);
+        return (T(a % b) != 0 && ((a < 0) != (b < 0))) ? T(q - 1) : q;
+      } else {
+        return T(a / b);
       }
-      return T(a / b);
     } else {
       return std::floor(a / b);
     }
@@ -565,11 +606,7 @@ struct Power : OnAll {
       return a || !b;
     } else if constexpr (std::is_integral_v<T>) {
       if constexpr (std::is_signed_v<T>) {
-        if (b < 0) {
-          if (a == 1) return T(1);
-          if (a == -1) return (b & 1) ? T(-1) : T(1);
-          return T(0);
-        }
+        if (b < 0) return T(0);
       }
       using U = detail::wrap_t<T>;
       U result = 1, base = U(a);

@@ -2,13 +2,16 @@
 //
 // Note [Affine quantization]
 // Each row of w (its last axis, K elements) is cut into groups of g consecutive
-// elements. A group with minimum lo and maximum hi gets
-//   scale = (hi - lo) / (2^bits - 1),   bias = lo,
-// both stored in w's dtype, and each element w the value
-//   q = round_half_even((w - bias) / scale)  clamped to [0, 2^bits - 1]
-// computed from the stored scale and bias (q = 0 where scale is 0), so that
-// scale * q + bias is within scale / 2 of w. Arithmetic is in float (double
-// for float64 input).
+// elements. A group with minimum lo and maximum hi gets, as in MLX,
+//   s = max((hi - lo) / (2^bits - 1), 1e-7), negated unless |lo| > |hi|;
+//   edge = lo if |lo| > |hi| else hi, q0 = round_half_even(edge / s);
+//   if q0 != 0: scale = edge / q0, bias = edge (the scale is nudged so that
+//   the extreme of larger magnitude, and so 0, is represented exactly);
+//   else: scale = s, bias = 0.
+// Each element w gets q = round_half_even((w - bias) / scale) clamped to
+// [0, 2^bits - 1], computed from the unrounded scale and bias; the stored
+// scale and bias are then rounded to w's dtype. Arithmetic is in float
+// (double for float64 input).
 //
 // The bits-bit values of a row form one bit stream, value i at stream bits
 // [i * bits, (i + 1) * bits), packed into uint32 words from low bits to high:
@@ -90,16 +93,34 @@ inline void dispatch_bits(int bits, F&& f) {
   throw std::logic_error("[quantization] unsupported bits reached a kernel (bug)");
 }
 
-// The scale of a group with extremes lo and hi (before rounding to the stored dtype).
+// The scale and bias of a group with extremes lo and hi, before rounding to
+// the stored dtype (Note [Affine quantization]).
 template <typename C>
-TESSERA_QUANT_HD C affine_scale(C lo, C hi, int bits) {
-  return (hi - lo) / static_cast<C>(max_q(bits));
+TESSERA_QUANT_HD void affine_params(C lo, C hi, int bits, C& scale, C& bias) {
+  const C n_bins = static_cast<C>(max_q(bits));
+  const C eps = static_cast<C>(1e-7f);
+  const bool low_edge = (lo < 0 ? -lo : lo) > (hi < 0 ? -hi : hi);
+  C s = (hi - lo) / n_bins;
+  s = s < eps ? eps : s;
+  s = low_edge ? s : -s;
+  const C edge = low_edge ? lo : hi;
+#ifdef __CUDA_ARCH__
+  const C q0 = rint(edge / s);
+#else
+  const C q0 = std::nearbyint(edge / s);
+#endif
+  if (q0 != C(0)) {
+    scale = edge / q0;
+    bias = edge;
+  } else {
+    scale = s;
+    bias = C(0);
+  }
 }
 
-// The quantized value of w from the stored scale and bias.
+// The quantized value of w from the group's (unrounded) scale and bias.
 template <typename C>
 TESSERA_QUANT_HD uint32_t affine_q(C w, C scale, C bias, int bits) {
-  if (!(scale > C(0))) return 0;
 #ifdef __CUDA_ARCH__
   C r = rint((w - bias) / scale);
 #else

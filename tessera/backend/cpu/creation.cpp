@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tessera/backend/common/creation.h"
 #include "tessera/backend/common/views.h"
 #include "tessera/backend/cpu/copy.h"
 #include "tessera/core/dispatch.h"
@@ -48,15 +49,13 @@ void Linspace::eval_cpu(const std::vector<array>& inputs, array& out) {
   out.set_data(allocator::malloc(out.nbytes()));
   const int64_t n = static_cast<int64_t>(out.size());
   const int64_t div = endpoint_ ? n - 1 : n;
-  const double step = div > 0 ? (stop_ - start_) / double(div) : 0.0;
   const double start = start_, stop = stop_;
-  const bool exact_end = endpoint_ && n > 1;
   tessera::dispatch_all(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
+    using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
     fill_indexed<T>(out, [=](int64_t i) {
-      double v = (exact_end && i == n - 1) ? stop : start + double(i) * step;
-      if constexpr (tessera::is_integral_v<T>) v = std::floor(v);
-      return tessera::cast_to<T>(v);
+      if (div == 0) return tessera::cast_to<T>(start);
+      return tessera::cast_to<T>(creation::linspace_value<C>(i, div, C(start), C(stop)));
     });
   });
 }

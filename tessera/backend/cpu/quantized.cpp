@@ -171,9 +171,10 @@ void Quantize::eval_cpu(const std::vector<array>& inputs, std::vector<array>& ou
           lo = std::min(lo, v);
           hi = std::max(hi, v);
         }
-        scales[gi] = T(quant::affine_scale(lo, hi, bits));
-        biases[gi] = T(lo);
-        const C s = static_cast<C>(scales[gi]), z = static_cast<C>(biases[gi]);
+        C s, z;
+        quant::affine_params(lo, hi, bits, s, z);
+        scales[gi] = T(s);
+        biases[gi] = T(z);
         uint32_t* dst = packed + gi * g * bits / 32;
         for (int c = 0; c < g / 32; ++c) {
           for (int i = 0; i < 32; ++i) q[i] = quant::affine_q(static_cast<C>(x[c * 32 + i]), s, z, bits);

@@ -3,6 +3,7 @@
 #include <climits>
 #include <cmath>
 
+#include "tessera/backend/common/creation.h"
 #include "tessera/backend/common/views.h"
 #include "tessera/core/dispatch.h"
 #include "tessera/backend/common/strided.h"
@@ -36,13 +37,12 @@ __global__ void arange_kernel(T* out, int64_t n, double s, double inc, uint64_t 
 }
 
 template <typename T>
-__global__ void linspace_kernel(T* out, int64_t n, double start, double step, double stop,
-                                bool exact_end) {
+__global__ void linspace_kernel(T* out, int64_t n, int64_t div, double start, double stop) {
+  using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
-    double v = (exact_end && i == n - 1) ? stop : start + double(i) * step;
-    if constexpr (is_int_v<T>) v = floor(v);
-    out[i] = gpu::cast_to<T>(v);
+    out[i] = div == 0 ? gpu::cast_to<T>(start)
+                      : gpu::cast_to<T>(creation::linspace_value<C>(i, div, C(start), C(stop)));
   }
 }
 
@@ -98,12 +98,10 @@ void Linspace::eval_gpu(const std::vector<array>& inputs, array& out) {
   const int64_t n = static_cast<int64_t>(out.size());
   if (n == 0) return;
   const int64_t div = endpoint_ ? n - 1 : n;
-  const double step = div > 0 ? (stop_ - start_) / double(div) : 0.0;
-  const bool exact_end = endpoint_ && n > 1;
   gpu::dispatch_device(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     linspace_kernel<T><<<gpu::grid_blocks(n, kThreads), kThreads, 0, gpu::cuda_stream(s)>>>(
-        static_cast<T*>(p), n, start_, step, stop_, exact_end);
+        static_cast<T*>(p), n, div, start_, stop_);
   });
   gpu::check_launch("Linspace");
 }

@@ -67,11 +67,10 @@ __global__ void quantize_kernel(const T* __restrict__ w, uint32_t* __restrict__ 
       lo = v < lo ? v : lo;
       hi = v > hi ? v : hi;
     }
-    const T s = convert<T>(quant::affine_scale(lo, hi, bits));
-    const T z = convert<T>(lo);
-    scales[gi] = s;
-    biases[gi] = z;
-    const C sc = widen(s), zc = widen(z);
+    C sc, zc;
+    quant::affine_params(lo, hi, bits, sc, zc);
+    scales[gi] = convert<T>(sc);
+    biases[gi] = convert<T>(zc);
     uint32_t* dst = packed + gi * group_size * bits / 32;
     uint32_t q[32];
     for (int c = 0; c < group_size / 32; ++c) {

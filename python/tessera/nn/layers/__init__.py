@@ -18,8 +18,9 @@ from tessera.nn.layers.recurrent import GRU, LSTM, RNN
 from tessera.nn.layers.transformer import (MultiHeadAttention, Transformer,
                                            TransformerDecoder, TransformerDecoderLayer,
                                            TransformerEncoder, TransformerEncoderLayer)
+from tessera.nn.layers import convolution_transpose  # noqa: F401 (MLX's module path)
 from tessera.nn.layers.convolution import (Conv1d, Conv2d, Conv3d, ConvTranspose1d,
                                            ConvTranspose2d, ConvTranspose3d)
 from tessera.nn.layers.pooling import (AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d, MaxPool2d,
                                        MaxPool3d)
-from tessera.nn.layers.upsample import Upsample, upsample_linear, upsample_nearest
+from tessera.nn.layers.upsample import Upsample, upsample_cubic, upsample_linear, upsample_nearest
