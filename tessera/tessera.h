@@ -16,6 +16,7 @@
 #include "tessera/core/streams.h"
 #include "tessera/io/io.h"
 #include "tessera/memory/allocator.h"
+#include "tessera/ops/array_api.h"
 #include "tessera/ops/convolution.h"
 #include "tessera/ops/distributed.h"
 #include "tessera/ops/ops.h"

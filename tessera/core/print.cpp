@@ -42,11 +42,11 @@ void print_scalar(std::ostream& os, T v, int precision) {
   } else if constexpr (std::is_integral_v<T>) {
     os << static_cast<uint64_t>(v);
   } else if constexpr (tessera::is_complex_v<T>) {
-    os << "(";
+    // MLX's form: 1+2j, with "-" only for a negative imaginary part.
     print_real(os, v.real(), precision);
-    os << (std::signbit(v.imag()) && !std::isnan(v.imag()) ? "-" : "+");
+    os << (v.imag() < 0 ? "-" : "+");
     print_real(os, std::abs(v.imag()), precision);
-    os << "j)";
+    os << "j";
   } else {
     print_real(os, static_cast<double>(static_cast<tessera::compute_t<T>>(v)), precision);
   }
@@ -97,6 +97,22 @@ void print_axes(std::ostream& os, const T* data, const array& a, bool summarise,
   }
 }
 
+// An array with no elements, as MLX prints it: nested brackets down to the
+// first axis of length 0 (or the last axis), laid out like print_axis.
+void print_empty(std::ostream& os, const array& a, int dim) {
+  const int n = a.shape(dim);
+  if (n == 0 || dim == static_cast<int>(a.ndim()) - 1) {
+    os << "[]";
+    return;
+  }
+  os << "[";
+  for (int i = 0; i < n; ++i) {
+    if (i > 0) os << ",\n" << std::string(7 + dim, ' ');
+    print_empty(os, a, dim + 1);
+  }
+  os << "]";
+}
+
 }  // namespace
 
 void set_printoptions(int precision) {
@@ -115,12 +131,7 @@ std::ostream& operator<<(std::ostream& os, const array& a) {
   x.eval();
   os << "array(";
   if (x.size() == 0) {
-    os << "[]";
-    if (x.ndim() != 1) {
-      os << ", shape=(";
-      for (size_t i = 0; i < x.ndim(); ++i) os << (i ? ", " : "") << x.shape(static_cast<int>(i));
-      os << (x.ndim() == 1 ? ",)" : ")");
-    }
+    print_empty(os, x, 0);
   } else {
     const int precision = g_precision.load();
     tessera::dispatch_all(x.dtype(), [&](auto tag) {

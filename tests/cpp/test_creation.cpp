@@ -488,13 +488,20 @@ TEST(Print, FloatBoolComplex) {
   EXPECT_EQ(str(array({0.5f}, bfloat16)), "array([0.5], dtype=bfloat16)");
   EXPECT_EQ(str(array({true, false})), "array([True, False], dtype=bool)");
   EXPECT_EQ(str(array({complex64_t(1, 2), complex64_t(3, -4)})),
-            "array([(1+2j), (3-4j)], dtype=complex64)");
+            "array([1+2j, 3-4j], dtype=complex64)");
+  // MLX's form: no parentheses, and "+" before a zero imaginary part of either sign.
+  EXPECT_EQ(str(array({complex64_t(-1.5f, -0.f)})), "array([-1.5+0j], dtype=complex64)");
   EXPECT_EQ(str(array(2.5f)), "array(2.5, dtype=float32)");
 }
 
 TEST(Print, EmptyAndSummarised) {
   EXPECT_EQ(str(zeros({0})), "array([], dtype=float32)");
-  EXPECT_EQ(str(zeros({2, 0}, int32)), "array([], shape=(2, 0), dtype=int32)");
+  // MLX's layout: brackets down to the first empty axis.
+  EXPECT_EQ(str(zeros({2, 0}, int32)), "array([[],\n       []], dtype=int32)");
+  EXPECT_EQ(str(zeros({0, 3})), "array([], dtype=float32)");
+  EXPECT_EQ(str(zeros({2, 3, 0})),
+            "array([[[],\n        [],\n        []],\n       [[],\n        [],\n        []]], "
+            "dtype=float32)");
   EXPECT_EQ(str(arange(1000)).find("..."), std::string::npos);
   EXPECT_EQ(str(arange(2000)), "array([0, 1, 2, ..., 1997, 1998, 1999], dtype=int32)");
   EXPECT_EQ(str(reshape(arange(1010), {101, 10})),
@@ -515,7 +522,7 @@ TEST(Print, Precision) {
   std::string c = str(array({complex64_t(1, -0.5f)}));
   set_printoptions(-1);
   EXPECT_EQ(s, "array([1.00, 2.50, 0.33], dtype=float32)");
-  EXPECT_EQ(c, "array([(1.00-0.50j)], dtype=complex64)");
+  EXPECT_EQ(c, "array([1.00-0.50j], dtype=complex64)");
   EXPECT_EQ(str(array({3})), "array([3], dtype=int32)");
   EXPECT_EQ(get_printoptions().precision, -1);
 }
