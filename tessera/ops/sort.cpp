@@ -107,15 +107,4 @@ const char* Sort::name() const {
   return "Sort";
 }
 
-bool Sort::is_equivalent(const Primitive& other) const {
-  auto& o = dynamic_cast<const Sort&>(other);
-  return o.kind_ == kind_ && o.axis_ == axis_ && o.kth_ == kth_;
-}
-bool SearchSorted::is_equivalent(const Primitive& other) const {
-  return dynamic_cast<const SearchSorted&>(other).right_ == right_;
-}
-bool PermuteAxis::is_equivalent(const Primitive& other) const {
-  return dynamic_cast<const PermuteAxis&>(other).axis_ == axis_;
-}
-
 }  // namespace tessera
