@@ -63,6 +63,31 @@ struct PyStreamContext {
   std::unique_ptr<StreamContext> ctx;
 };
 
+// finfo or iinfo: made from a dtype of its kind, with bits, min, max, dtype
+// and a repr "finfo(min=..., max=..., dtype=float32)".
+template <typename Info>
+nb::class_<Info> bind_info(nb::module_& m, const char* name, bool (*of_kind)(Dtype),
+                           const char* kind) {
+  return nb::class_<Info>(m, name)
+      .def("__init__", [name, of_kind, kind](Info* self, const Dtype& t) {
+        if (!of_kind(t)) {
+          throw std::invalid_argument(std::string("[") + name + "] " + dtype_name(t) +
+                                      " is not " + kind + " dtype");
+        }
+        new (self) Info(t);
+      }, "dtype"_a)
+      .def_ro("bits", &Info::bits)
+      .def_ro("min", &Info::min)
+      .def_ro("max", &Info::max)
+      .def_ro("dtype", &Info::dtype)
+      .def("__repr__", [name](const Info& f) {
+        std::ostringstream os;
+        os << name << "(min=" << f.min << ", max=" << f.max << ", dtype=" << dtype_name(f.dtype)
+           << ")";
+        return os.str();
+      });
+}
+
 }  // namespace
 
 void init_dtypes(nb::module_& m) {
@@ -130,40 +155,10 @@ void init_dtypes(nb::module_& m) {
         },
         "from_"_a, "to"_a);
 
-  nb::class_<finfo>(m, "finfo")
-      .def("__init__", [](finfo* self, const Dtype& t) {
-        if (!is_inexact(t)) {
-          throw std::invalid_argument("[finfo] " + dtype_name(t) + " is not an inexact dtype");
-        }
-        new (self) finfo(t);
-      }, "dtype"_a)
-      .def_ro("bits", &finfo::bits)
-      .def_ro("min", &finfo::min)
-      .def_ro("max", &finfo::max)
+  bind_info<finfo>(m, "finfo", is_inexact, "an inexact")
       .def_ro("eps", &finfo::eps)
-      .def_ro("smallest_normal", &finfo::smallest_normal)
-      .def_ro("dtype", &finfo::dtype)
-      .def("__repr__", [](const finfo& f) {
-        std::ostringstream os;
-        os << "finfo(min=" << f.min << ", max=" << f.max << ", dtype=" << dtype_name(f.dtype) << ")";
-        return os.str();
-      });
-  nb::class_<iinfo>(m, "iinfo")
-      .def("__init__", [](iinfo* self, const Dtype& t) {
-        if (!is_integer(t)) {
-          throw std::invalid_argument("[iinfo] " + dtype_name(t) + " is not an integer dtype");
-        }
-        new (self) iinfo(t);
-      }, "dtype"_a)
-      .def_ro("bits", &iinfo::bits)
-      .def_ro("min", &iinfo::min)
-      .def_ro("max", &iinfo::max)
-      .def_ro("dtype", &iinfo::dtype)
-      .def("__repr__", [](const iinfo& f) {
-        std::ostringstream os;
-        os << "iinfo(min=" << f.min << ", max=" << f.max << ", dtype=" << dtype_name(f.dtype) << ")";
-        return os.str();
-      });
+      .def_ro("smallest_normal", &finfo::smallest_normal);
+  bind_info<iinfo>(m, "iinfo", is_integer, "an integer");
 
   m.attr("pi") = M_PI;
   m.attr("e") = M_E;

@@ -86,18 +86,17 @@ void init_elementwise(nb::module_& m, ArrayClass& cls) {
     }
     return clip(x, bound(a_min), bound(a_max), s);
   }, "a"_a, pos_only(), "a_min"_a.none(), "a_max"_a.none(), nb::kw_only(), "stream"_a = nb::none());
-  def(m, "isclose", [](nb::handle a, nb::handle b, double rtol, double atol, bool equal_nan,
-                      StreamArg s) {
-    auto [x, y] = to_arrays(a, b);
-    return isclose(x, y, rtol, atol, equal_nan, s);
-  }, "a"_a, "b"_a, pos_only(), "rtol"_a = 1e-5, "atol"_a = 1e-8, nb::kw_only(), "equal_nan"_a = false,
-        "stream"_a = nb::none());
-  def(m, "allclose", [](nb::handle a, nb::handle b, double rtol, double atol, bool equal_nan,
-                       StreamArg s) {
-    auto [x, y] = to_arrays(a, b);
-    return allclose(x, y, rtol, atol, equal_nan, s);
-  }, "a"_a, "b"_a, pos_only(), "rtol"_a = 1e-5, "atol"_a = 1e-8, nb::kw_only(), "equal_nan"_a = false,
-        "stream"_a = nb::none());
+  // isclose and allclose: one signature.
+  using Close = array (*)(const array&, const array&, double, double, bool, StreamOrDevice);
+  for (auto [name, close] : {std::pair<const char*, Close>{"isclose", &isclose},
+                             std::pair<const char*, Close>{"allclose", &allclose}}) {
+    def(m, name, [close](nb::handle a, nb::handle b, double rtol, double atol, bool equal_nan,
+                         StreamArg s) {
+      auto [x, y] = to_arrays(a, b);
+      return close(x, y, rtol, atol, equal_nan, s);
+    }, "a"_a, "b"_a, pos_only(), "rtol"_a = 1e-5, "atol"_a = 1e-8, nb::kw_only(),
+          "equal_nan"_a = false, "stream"_a = nb::none());
+  }
   def(m, "array_equal", [](nb::handle a, nb::handle b, bool equal_nan, StreamArg s) {
     auto [x, y] = to_arrays(a, b);
     return array_equal(x, y, equal_nan, s);

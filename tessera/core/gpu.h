@@ -1,5 +1,5 @@
-// The GPU backend as the core sees it. backend/cuda implements it; a build
-// without CUDA links backend/no_cuda, where there is no GPU.
+// The GPU backend as the core sees it. The CUDA backend implements it; a build
+// without CUDA links an implementation for which there is no GPU.
 #pragma once
 
 #include <cstddef>
@@ -22,13 +22,13 @@ void stream_created(const Stream& s);
 // Blocks until the GPU has run all work queued on s.
 void synchronize(const Stream& s);
 // Launches the work of s that the backend holds back to batch it (Note [Tiny
-// ops] in backend/cuda/tiny.h); nothing for a CPU stream.
+// ops]); nothing for a CPU stream.
 void flush(const Stream& s);
 // After a task's eval_gpu (also one that threw): frees the scratch memory it
 // took (stream-ordered) and lets its buffers be evicted again.
 void task_done(const Stream& s);
 
-// Residency hooks, see Note [Residency] in backend/cuda/device.h.
+// Residency hooks, see Note [Residency].
 // Makes the host copy of a buffer valid (copies the device copy back).
 void make_host_valid(allocator::BufferStorage* s);
 // The CPU is about to write the host copy: waits for copies still reading it

@@ -2,12 +2,14 @@
 //
 // A public op (ops/*.cpp) validates, promotes and broadcasts, then creates a node:
 //   return array(shape, dtype, std::make_shared<Add>(to_stream(s)), {a, b});
-// backend/cpu/*.cpp define eval_cpu per family; the GPU backend defines eval_gpu.
+// The CPU backend defines eval_cpu per family; the GPU backend defines eval_gpu.
 // vjp / jvp / vmap are written with public ops, so derivatives are lazy graphs too.
 #pragma once
 
 #include <ostream>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -87,7 +89,7 @@ class UnaryPrimitive : public Primitive {
 // The one message for a kernel a backend lacks.
 [[noreturn]] void throw_no_implementation(const Primitive& p, const char* backend);
 
-// Declares eval_gpu in a primitive class that has a GPU kernel (backend/cuda).
+// Declares eval_gpu in a primitive class that has a GPU kernel (the CUDA backend).
 // A build without the CUDA backend declares none: the base class's eval_gpu
 // then says that the primitive has no GPU implementation, with no stub per
 // primitive. A primitive without a GPU kernel in a CUDA build simply does not
@@ -100,5 +102,58 @@ class UnaryPrimitive : public Primitive {
 #define TESSERA_EVAL_GPU
 #define TESSERA_EVAL_GPU_MULTI
 #endif
+
+// Declares the members that every primitive with one output restates: its CPU
+// kernel, its GPU kernel where the build has one, its name, its
+// transform rules (ops/rules/<family>.cpp) and the members that hold its
+// parameters (TESSERA_PARAMETERS). A whole primitive reads:
+//   class Concatenate : public UnaryPrimitive {
+//    public:
+//     Concatenate(Stream s, int axis) : UnaryPrimitive(s), axis_(axis) {}
+//     TESSERA_PRIMITIVE(Concatenate, axis_)
+//     int axis() const { return axis_; }
+//    private:
+//     int axis_;
+//   };
+#define TESSERA_PRIMITIVE(NAME, ...) \
+  TESSERA_PRIMITIVE_KERNELS(NAME)    \
+  TESSERA_TRANSFORM_RULES            \
+  TESSERA_PARAMETERS(__VA_ARGS__)
+// The same without transform rules (the base class's throw, naming the primitive).
+#define TESSERA_PRIMITIVE_NO_RULES(NAME, ...) \
+  TESSERA_PRIMITIVE_KERNELS(NAME)             \
+  TESSERA_PARAMETERS(__VA_ARGS__)
+// The same for a primitive with several outputs.
+#define TESSERA_PRIMITIVE_MULTI(NAME, ...)                                               \
+  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override; \
+  TESSERA_EVAL_GPU_MULTI                                                                 \
+  TESSERA_PRIMITIVE_NAME(NAME)                                                           \
+  TESSERA_TRANSFORM_RULES                                                                \
+  TESSERA_PARAMETERS(__VA_ARGS__)
+// The same for a primitive whose output is a view of its input (Note [Strides
+// and flags]): it moves no data, so one kernel, eval_view (defined beside the
+// views that both backends share), serves every device.
+#define TESSERA_VIEW_PRIMITIVE(NAME, ...)                                                   \
+  void eval_view(const array& in, array& out);                                             \
+  void eval_cpu(const std::vector<array>& inputs, array& out) override { eval_view(inputs[0], out); } \
+  void eval_gpu(const std::vector<array>& inputs, array& out) override { eval_view(inputs[0], out); } \
+  TESSERA_PRIMITIVE_NAME(NAME)                                                              \
+  TESSERA_TRANSFORM_RULES                                                                   \
+  TESSERA_PARAMETERS(__VA_ARGS__)
+// The kernels and the name alone.
+#define TESSERA_PRIMITIVE_KERNELS(NAME)                                  \
+  void eval_cpu(const std::vector<array>& inputs, array& out) override; \
+  TESSERA_EVAL_GPU                                                      \
+  TESSERA_PRIMITIVE_NAME(NAME)
+
+// Names the members that hold a primitive's parameters, and so defines
+// is_equivalent: two nodes of the type are equivalent when these are equal
+// (with none named, always): TESSERA_PARAMETERS(start_, stop_, strides_)
+#define TESSERA_PARAMETERS(...)                                           \
+  auto parameters() const { return std::tie(__VA_ARGS__); }               \
+  bool is_equivalent(const Primitive& other) const override {             \
+    using Self = std::remove_cvref_t<decltype(*this)>;                    \
+    return parameters() == dynamic_cast<const Self&>(other).parameters(); \
+  }
 
 }  // namespace tessera

@@ -31,11 +31,7 @@ namespace io {
 
 namespace {
 
-using detail::Bytes;
-using detail::Cursor;
-using detail::fail;
-using detail::put_le;
-using detail::repr;
+using namespace detail;  // the byte readers and writers of bytes.h
 
 constexpr char kMagic[4] = {'G', 'G', 'U', 'F'};
 constexpr uint32_t kVersion = 3;

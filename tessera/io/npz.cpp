@@ -40,12 +40,7 @@ namespace io {
 
 namespace {
 
-using detail::Bytes;
-using detail::Cursor;
-using detail::fail;
-using detail::put_le;
-using detail::repr;
-using detail::read_le;
+using namespace detail;  // the byte readers and writers of bytes.h
 
 constexpr uint32_t kLocalSig = 0x04034b50, kCentralSig = 0x02014b50, kEndSig = 0x06054b50;
 constexpr uint32_t kEnd64Sig = 0x06064b50, kLocator64Sig = 0x07064b50;

@@ -22,7 +22,7 @@ constexpr size_t kAlign = 64;
 static_assert(sizeof(BufferStorage) <= kHeader);
 
 // Blocks of this size and more come from the GPU's pinned host pool when a GPU
-// is present (Note [Pinned host memory] in backend/cuda/allocator.cpp).
+// is present (Note [Pinned host memory]).
 constexpr size_t kPinnedMin = size_t{1} << 16;
 
 // A block of kHeader + cap bytes: pinned where that pays, else ordinary memory.
@@ -230,8 +230,8 @@ void reset_peak_memory() {
   gpu::reset_peak_memory();
 }
 size_t get_cache_memory() { return allocator::host_allocator().cache() + gpu::cache_memory(); }
-// With a GPU the limit is the device pool's (Note [Eviction] in
-// backend/cuda/residency.cpp); host memory is then bounded by the system only.
+// With a GPU the limit is the device pool's (Note [Eviction]); host memory is
+// then bounded by the system only.
 size_t get_memory_limit() {
   if (gpu::device_count() > 0) return gpu::memory_limit();
   return allocator::host_allocator().memory_limit();

@@ -30,7 +30,7 @@ struct BufferStorage {
   size_t size;       // bytes requested by the user of the buffer
   size_t capacity;   // bytes available behind host (the cache's size class)
 
-  // Residency (GPU builds, see Note [Residency] in backend/cuda/device.h).
+  // Residency (GPU builds, see Note [Residency]).
   void* device = nullptr;    // device copy, or null
   bool host_valid = true;
   bool device_valid = false;

@@ -221,13 +221,4 @@ array array_equal(const array& a, const array& b, StreamOrDevice s) {
 TESSERA_FOR_EACH_BINARY_OPERATOR(TESSERA_DEFINE_BINARY_OPERATOR)
 #undef TESSERA_DEFINE_BINARY_OPERATOR
 
-bool Equal::is_equivalent(const Primitive& other) const {
-  return dynamic_cast<const Equal&>(other).equal_nan_ == equal_nan_;
-}
-
-bool IsClose::is_equivalent(const Primitive& other) const {
-  auto& o = dynamic_cast<const IsClose&>(other);
-  return o.rtol_ == rtol_ && o.atol_ == atol_ && o.equal_nan_ == equal_nan_;
-}
-
 }  // namespace tessera

@@ -296,13 +296,6 @@ std::vector<Shape> Convolution::output_shapes(const std::vector<array>& inputs) 
   return {shape};
 }
 
-bool Convolution::is_equivalent(const Primitive& other) const {
-  auto& o = dynamic_cast<const Convolution&>(other);
-  return stride_ == o.stride_ && padding_lo_ == o.padding_lo_ && padding_hi_ == o.padding_hi_ &&
-         kernel_dilation_ == o.kernel_dilation_ && input_dilation_ == o.input_dilation_ &&
-         groups_ == o.groups_ && flip_ == o.flip_;
-}
-
 void Convolution::print(std::ostream& os) const {
   os << "Convolution(stride=" << ints_str(stride_) << ", padding=" << ints_str(padding_lo_)
      << "/" << ints_str(padding_hi_) << ", kernel_dilation=" << ints_str(kernel_dilation_)

@@ -40,15 +40,4 @@ std::vector<array> broadcast_arrays(const std::vector<array>& inputs, StreamOrDe
   return result;
 }
 
-bool AsType::is_equivalent(const Primitive& other) const {
-  return dynamic_cast<const AsType&>(other).dtype_ == dtype_;
-}
-bool Copy::is_equivalent(const Primitive&) const { return true; }
-bool Broadcast::is_equivalent(const Primitive& other) const {
-  return dynamic_cast<const Broadcast&>(other).shape_ == shape_;
-}
-bool Contiguous::is_equivalent(const Primitive& other) const {
-  return dynamic_cast<const Contiguous&>(other).allow_col_major_ == allow_col_major_;
-}
-
 }  // namespace tessera

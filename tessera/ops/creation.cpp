@@ -239,24 +239,4 @@ array as_strided(array a, Shape shape, Strides strides, size_t offset, StreamOrD
 
 // ---- primitive equivalence --------------------------------------------------
 
-bool Arange::is_equivalent(const Primitive& other) const {
-  auto& o = dynamic_cast<const Arange&>(other);
-  return o.start_ == start_ && o.step_ == step_;
-}
-bool Linspace::is_equivalent(const Primitive& other) const {
-  auto& o = dynamic_cast<const Linspace&>(other);
-  return o.start_ == start_ && o.stop_ == stop_ && o.endpoint_ == endpoint_;
-}
-bool Band::is_equivalent(const Primitive& other) const {
-  auto& o = dynamic_cast<const Band&>(other);
-  return o.lo_ == lo_ && o.hi_ == hi_;
-}
-bool View::is_equivalent(const Primitive& other) const {
-  return dynamic_cast<const View&>(other).dtype_ == dtype_;
-}
-bool AsStrided::is_equivalent(const Primitive& other) const {
-  auto& o = dynamic_cast<const AsStrided&>(other);
-  return o.shape_ == shape_ && o.strides_ == strides_ && o.offset_ == offset_;
-}
-
 }  // namespace tessera

@@ -121,32 +121,30 @@ std::vector<int> default_axes(const array& a, size_t count) {
 
 }  // namespace
 
-#define TESSERA_FFT_FAMILY(NAME, NAME2, NAMEN, KIND, INVERSE)                                 \
-  array NAMEN(const array& a, const Shape& n, const std::vector<int>& axes, FFTNorm norm,     \
-              StreamOrDevice s) {                                                             \
-    return fft_impl(a, n, axes, KIND, INVERSE, norm, #NAMEN, s);                              \
+// The overloads over several axes (fftn, fft2): with lengths, and without
+// (the input's, or for irfft those of default_lengths).
+#define TESSERA_FFT_AXES(NAME, KIND, INVERSE)                                                 \
+  array NAME(const array& a, const Shape& n, const std::vector<int>& axes, FFTNorm norm,      \
+             StreamOrDevice s) {                                                              \
+    return fft_impl(a, n, axes, KIND, INVERSE, norm, #NAME, s);                               \
   }                                                                                           \
-  array NAMEN(const array& a, const std::vector<int>& axes, FFTNorm norm, StreamOrDevice s) { \
-    return fft_impl(a, default_lengths(a, axes, KIND, #NAMEN), axes, KIND, INVERSE, norm,     \
-                    #NAMEN, s);                                                               \
-  }                                                                                           \
-  array NAMEN(const array& a, FFTNorm norm, StreamOrDevice s) {                               \
-    return NAMEN(a, default_axes(a, a.ndim()), norm, s);                                      \
-  }                                                                                           \
-  array NAME(const array& a, int n, int axis, FFTNorm norm, StreamOrDevice s) {               \
-    return fft_impl(a, {n}, {axis}, KIND, INVERSE, norm, #NAME, s);                           \
-  }                                                                                           \
-  array NAME(const array& a, int axis, FFTNorm norm, StreamOrDevice s) {                      \
-    return fft_impl(a, default_lengths(a, {axis}, KIND, #NAME), {axis}, KIND, INVERSE, norm,  \
+  array NAME(const array& a, const std::vector<int>& axes, FFTNorm norm, StreamOrDevice s) {  \
+    return fft_impl(a, default_lengths(a, axes, KIND, #NAME), axes, KIND, INVERSE, norm,      \
                     #NAME, s);                                                                \
-  }                                                                                           \
-  array NAME2(const array& a, const Shape& n, const std::vector<int>& axes, FFTNorm norm,     \
-              StreamOrDevice s) {                                                             \
-    return fft_impl(a, n, axes, KIND, INVERSE, norm, #NAME2, s);                              \
-  }                                                                                           \
-  array NAME2(const array& a, const std::vector<int>& axes, FFTNorm norm, StreamOrDevice s) { \
-    return fft_impl(a, default_lengths(a, axes, KIND, #NAME2), axes, KIND, INVERSE, norm,     \
-                    #NAME2, s);                                                               \
+  }
+
+#define TESSERA_FFT_FAMILY(NAME, NAME2, NAMEN, KIND, INVERSE)                                \
+  TESSERA_FFT_AXES(NAMEN, KIND, INVERSE)                                                     \
+  TESSERA_FFT_AXES(NAME2, KIND, INVERSE)                                                     \
+  array NAMEN(const array& a, FFTNorm norm, StreamOrDevice s) {                              \
+    return NAMEN(a, default_axes(a, a.ndim()), norm, s);                                     \
+  }                                                                                          \
+  array NAME(const array& a, int n, int axis, FFTNorm norm, StreamOrDevice s) {              \
+    return fft_impl(a, {n}, {axis}, KIND, INVERSE, norm, #NAME, s);                          \
+  }                                                                                          \
+  array NAME(const array& a, int axis, FFTNorm norm, StreamOrDevice s) {                     \
+    return fft_impl(a, default_lengths(a, {axis}, KIND, #NAME), {axis}, KIND, INVERSE, norm, \
+                    #NAME, s);                                                               \
   }
 
 TESSERA_FFT_FAMILY(fft, fft2, fftn, Kind::c2c, false)
@@ -154,6 +152,7 @@ TESSERA_FFT_FAMILY(ifft, ifft2, ifftn, Kind::c2c, true)
 TESSERA_FFT_FAMILY(rfft, rfft2, rfftn, Kind::r2c, false)
 TESSERA_FFT_FAMILY(irfft, irfft2, irfftn, Kind::c2r, true)
 #undef TESSERA_FFT_FAMILY
+#undef TESSERA_FFT_AXES
 
 // ---- frequencies and shifts --------------------------------------------------
 
@@ -204,12 +203,6 @@ array ifftshift(const array& a, StreamOrDevice s) {
 }  // namespace tessera::fft
 
 namespace tessera {
-
-bool FFT::is_equivalent(const Primitive& other) const {
-  auto& o = dynamic_cast<const FFT&>(other);
-  return o.axes_ == axes_ && o.inverse_ == inverse_ && o.real_ == real_ &&
-         o.real_n_ == real_n_ && o.scale_ == scale_;
-}
 
 std::vector<Shape> FFT::output_shapes(const std::vector<array>& inputs) {
   Shape shape = inputs[0].shape();

@@ -256,21 +256,6 @@ array masked_scatter(const array& a, const array& mask, const array& src, Stream
 
 // ---- primitive equivalence --------------------------------------------------
 
-bool Gather::is_equivalent(const Primitive& other) const {
-  auto& o = dynamic_cast<const Gather&>(other);
-  return o.axes_ == axes_ && o.slice_sizes_ == slice_sizes_;
-}
-bool Scatter::is_equivalent(const Primitive& other) const {
-  auto& o = dynamic_cast<const Scatter&>(other);
-  return o.type_ == type_ && o.axes_ == axes_;
-}
-bool GatherAxis::is_equivalent(const Primitive& other) const {
-  return dynamic_cast<const GatherAxis&>(other).axis_ == axis_;
-}
-bool ScatterAxis::is_equivalent(const Primitive& other) const {
-  auto& o = dynamic_cast<const ScatterAxis&>(other);
-  return o.type_ == type_ && o.axis_ == axis_;
-}
 void Scatter::print(std::ostream& os) const {
   static const char* names[] = {"Scatter", "ScatterSum", "ScatterProd", "ScatterMax",
                                 "ScatterMin"};

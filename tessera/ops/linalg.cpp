@@ -429,25 +429,4 @@ std::pair<array, array> slogdet(const array& a, StreamOrDevice s) {
 
 namespace tessera {
 
-bool LUF::is_equivalent(const Primitive& other) const {
-  return dynamic_cast<const LUF&>(other).second_ == second_;
-}
-bool Inverse::is_equivalent(const Primitive& other) const {
-  auto& o = dynamic_cast<const Inverse&>(other);
-  return o.triangular_ == triangular_ && o.upper_ == upper_;
-}
-bool Cholesky::is_equivalent(const Primitive& other) const {
-  return dynamic_cast<const Cholesky&>(other).upper_ == upper_;
-}
-bool SVD::is_equivalent(const Primitive& other) const {
-  return dynamic_cast<const SVD&>(other).compute_uv_ == compute_uv_;
-}
-bool Eigh::is_equivalent(const Primitive& other) const {
-  auto& o = dynamic_cast<const Eigh&>(other);
-  return o.upper_ == upper_ && o.compute_vectors_ == compute_vectors_;
-}
-bool Eig::is_equivalent(const Primitive& other) const {
-  return dynamic_cast<const Eig&>(other).compute_vectors_ == compute_vectors_;
-}
-
 }  // namespace tessera

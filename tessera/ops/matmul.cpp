@@ -214,10 +214,4 @@ array tensordot(const array& a, const array& b, const std::vector<int>& axes_a,
   return tensordot_impl(a, b, axes_a, axes_b, "tensordot", s);
 }
 
-bool Matmul::is_equivalent(const Primitive&) const { return true; }
-bool AddMM::is_equivalent(const Primitive& other) const {
-  auto& o = dynamic_cast<const AddMM&>(other);
-  return o.alpha_ == alpha_ && o.beta_ == beta_;
-}
-
 }  // namespace tessera

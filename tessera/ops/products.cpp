@@ -47,6 +47,14 @@ array gather_matrices(const array& x, const array& idx, StreamOrDevice s) {
   return take(flat, idx, 0, s);
 }
 
+// x, or with indices (checked for `op` under `name`) the matrices they choose.
+array gathered(const array& x, const std::optional<array>& indices, const char* op,
+               const char* name, StreamOrDevice s) {
+  if (!indices) return x;
+  check_indices(*indices, op, name);
+  return gather_matrices(x, *indices, s);
+}
+
 // mask (..., ceil(R/bs), ceil(C/bs)) expanded to (..., R, C), in dtype t.
 array expand_mask(const array& mask, int rows, int cols, int bs, Dtype t, const char* op,
                   const char* name, StreamOrDevice s) {
@@ -98,16 +106,8 @@ array diff(const array& a, int n, int axis, StreamOrDevice s) {
 array gather_mm(const array& a, const array& b, std::optional<array> lhs_indices,
                 std::optional<array> rhs_indices, bool /*sorted_indices*/, StreamOrDevice s) {
   check_matrices(a, b, "gather_mm");
-  array left = a, right = b;
-  if (lhs_indices) {
-    check_indices(*lhs_indices, "gather_mm", "lhs_indices");
-    left = gather_matrices(a, *lhs_indices, s);
-  }
-  if (rhs_indices) {
-    check_indices(*rhs_indices, "gather_mm", "rhs_indices");
-    right = gather_matrices(b, *rhs_indices, s);
-  }
-  return matmul(left, right, s);
+  array left = gathered(a, lhs_indices, "gather_mm", "lhs_indices", s);
+  return matmul(left, gathered(b, rhs_indices, "gather_mm", "rhs_indices", s), s);
 }
 
 array gather_qmm(const array& x, const array& w, const array& scales,
@@ -124,18 +124,12 @@ array gather_qmm(const array& x, const array& w, const array& scales,
                                     shape_str(w.shape()) + " and scales " +
                                     shape_str(scales.shape()));
   }
-  array left = x, right = w, sc = scales;
+  array left = gathered(x, lhs_indices, "gather_qmm", "lhs_indices", s);
+  array right = gathered(w, rhs_indices, "gather_qmm", "rhs_indices", s);
+  // The scales and biases go with w's matrices.
+  array sc = gathered(scales, rhs_indices, "gather_qmm", "rhs_indices", s);
   std::optional<array> bi = biases;
-  if (lhs_indices) {
-    check_indices(*lhs_indices, "gather_qmm", "lhs_indices");
-    left = gather_matrices(x, *lhs_indices, s);
-  }
-  if (rhs_indices) {
-    check_indices(*rhs_indices, "gather_qmm", "rhs_indices");
-    right = gather_matrices(w, *rhs_indices, s);
-    sc = gather_matrices(scales, *rhs_indices, s);
-    if (bi) bi = gather_matrices(*bi, *rhs_indices, s);
-  }
+  if (bi) bi = gathered(*bi, rhs_indices, "gather_qmm", "rhs_indices", s);
   return quantized_matmul(left, right, sc, bi, transpose, group_size, bits, mode, s);
 }
 

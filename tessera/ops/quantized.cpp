@@ -177,21 +177,6 @@ array quantized_matmul(const array& x, const array& w, const array& scales,
   return vector ? squeeze(out, -2, s) : out;
 }
 
-bool Quantize::is_equivalent(const Primitive& other) const {
-  auto& o = dynamic_cast<const Quantize&>(other);
-  return o.group_size_ == group_size_ && o.bits_ == bits_;
-}
-
-bool Dequantize::is_equivalent(const Primitive& other) const {
-  auto& o = dynamic_cast<const Dequantize&>(other);
-  return o.group_size_ == group_size_ && o.bits_ == bits_;
-}
-
-bool QuantizedMatmul::is_equivalent(const Primitive& other) const {
-  auto& o = dynamic_cast<const QuantizedMatmul&>(other);
-  return o.group_size_ == group_size_ && o.bits_ == bits_ && o.transpose_ == transpose_;
-}
-
 // ---- fp8 e4m3 -----------------------------------------------------------------
 
 namespace {

@@ -317,30 +317,4 @@ void Reduce::print(std::ostream& os) const {
   static const char* names[] = {"And", "Or", "Sum", "Prod", "Max", "Min", "Mean"};
   os << "Reduce(" << names[type_] << ", axes " << ints_str(axes_) << ")";
 }
-bool Reduce::is_equivalent(const Primitive& other) const {
-  auto& o = dynamic_cast<const Reduce&>(other);
-  return o.type_ == type_ && o.axes_ == axes_ && o.keepdims_ == keepdims_;
-}
-bool ArgReduce::is_equivalent(const Primitive& other) const {
-  auto& o = dynamic_cast<const ArgReduce&>(other);
-  return o.type_ == type_ && o.axis_ == axis_ && o.keepdims_ == keepdims_;
-}
-bool Variance::is_equivalent(const Primitive& other) const {
-  auto& o = dynamic_cast<const Variance&>(other);
-  return o.axes_ == axes_ && o.keepdims_ == keepdims_ && o.ddof_ == ddof_ &&
-         o.take_sqrt_ == take_sqrt_;
-}
-bool LogSumExp::is_equivalent(const Primitive& other) const {
-  auto& o = dynamic_cast<const LogSumExp&>(other);
-  return o.axes_ == axes_ && o.keepdims_ == keepdims_;
-}
-bool Softmax::is_equivalent(const Primitive& other) const {
-  auto& o = dynamic_cast<const Softmax&>(other);
-  return o.axes_ == axes_ && o.precise_ == precise_;
-}
-bool Trace::is_equivalent(const Primitive& other) const {
-  auto& o = dynamic_cast<const Trace&>(other);
-  return o.offset_ == offset_ && o.axis1_ == axis1_ && o.axis2_ == axis2_;
-}
-
 }  // namespace tessera

@@ -89,10 +89,4 @@ TESSERA_SCAN_FLAT_DTYPE(cumsum)
 TESSERA_SCAN_FLAT_DTYPE(cumprod)
 #undef TESSERA_SCAN_FLAT_DTYPE
 
-bool Scan::is_equivalent(const Primitive& other) const {
-  auto& o = dynamic_cast<const Scan&>(other);
-  return o.type_ == type_ && o.axis_ == axis_ && o.reverse_ == reverse_ &&
-         o.inclusive_ == inclusive_;
-}
-
 }  // namespace tessera

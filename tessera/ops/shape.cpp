@@ -809,38 +809,4 @@ array array::ArrayIterator::operator*() const {
   return squeeze(slice(arr_, std::move(start), std::move(stop)), 0);
 }
 
-bool Transpose::is_equivalent(const Primitive& other) const {
-  return dynamic_cast<const Transpose&>(other).axes_ == axes_;
-}
-bool Slice::is_equivalent(const Primitive& other) const {
-  auto& o = dynamic_cast<const Slice&>(other);
-  return o.start_ == start_ && o.stop_ == stop_ && o.strides_ == strides_;
-}
-bool Reshape::is_equivalent(const Primitive& other) const {
-  return dynamic_cast<const Reshape&>(other).shape_ == shape_;
-}
-
-bool DynamicSlice::is_equivalent(const Primitive& other) const {
-  auto& o = dynamic_cast<const DynamicSlice&>(other);
-  return o.axes_ == axes_ && o.slice_size_ == slice_size_;
-}
-bool SliceUpdate::is_equivalent(const Primitive& other) const {
-  auto& o = dynamic_cast<const SliceUpdate&>(other);
-  return o.start_ == start_ && o.stop_ == stop_ && o.strides_ == strides_;
-}
-bool DynamicSliceUpdate::is_equivalent(const Primitive& other) const {
-  return dynamic_cast<const DynamicSliceUpdate&>(other).axes_ == axes_;
-}
-bool Concatenate::is_equivalent(const Primitive& other) const {
-  return dynamic_cast<const Concatenate&>(other).axis_ == axis_;
-}
-bool Pad::is_equivalent(const Primitive& other) const {
-  auto& o = dynamic_cast<const Pad&>(other);
-  return o.axes_ == axes_ && o.low_ == low_ && o.high_ == high_ && o.mode_ == mode_;
-}
-bool Diagonal::is_equivalent(const Primitive& other) const {
-  auto& o = dynamic_cast<const Diagonal&>(other);
-  return o.offset_ == offset_ && o.axis1_ == axis1_ && o.axis2_ == axis2_;
-}
-
 }  // namespace tessera

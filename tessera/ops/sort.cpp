@@ -112,17 +112,6 @@ const char* Sort::name() const {
   return "Sort";
 }
 
-bool Sort::is_equivalent(const Primitive& other) const {
-  auto& o = dynamic_cast<const Sort&>(other);
-  return o.kind_ == kind_ && o.axis_ == axis_ && o.kth_ == kth_;
-}
-bool SearchSorted::is_equivalent(const Primitive& other) const {
-  return dynamic_cast<const SearchSorted&>(other).right_ == right_;
-}
-bool PermuteAxis::is_equivalent(const Primitive& other) const {
-  return dynamic_cast<const PermuteAxis&>(other).axis_ == axis_;
-}
-
 // unique composes sort-family ops: a stable argsort, the starts of the runs of
 // equal sorted values, their running count (each element's group), and a
 // searchsorted of the groups 0..size-1 for where each begins.

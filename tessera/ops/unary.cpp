@@ -136,13 +136,4 @@ array operator-(const array& a) { return negative(a); }
 array operator~(const array& a) { return bitwise_invert(a); }
 array operator!(const array& a) { return logical_not(a); }
 
-bool Round::is_equivalent(const Primitive& other) const {
-  return dynamic_cast<const Round&>(other).decimals_ == decimals_;
-}
-
-bool NanToNum::is_equivalent(const Primitive& other) const {
-  auto& o = dynamic_cast<const NanToNum&>(other);
-  return o.nan_ == nan_ && o.posinf_ == posinf_ && o.neginf_ == neginf_;
-}
-
 }  // namespace tessera

@@ -353,6 +353,23 @@ std::function<array(const array&)> grad(const std::function<array(const array&)>
   return [vg](const array& x) { return vg(x).second; };
 }
 
+namespace {
+
+// The mapped axis of each of `count` inputs or outputs (`what`): axes, or 0
+// for every one when axes is empty.
+std::vector<int> mapped_axes(const std::vector<int>& axes, size_t count, const char* axes_name,
+                             const char* what) {
+  if (axes.empty()) return std::vector<int>(count, 0);
+  if (axes.size() != count) {
+    std::ostringstream msg;
+    msg << "[vmap] " << axes.size() << " " << axes_name << " for " << count << " " << what;
+    throw std::invalid_argument(msg.str());
+  }
+  return axes;
+}
+
+}  // namespace
+
 // Note [vmap]
 // The function runs once on unbatched tracers (element 0 of each mapped
 // input), which records its graph with the shapes it expects. That graph is
@@ -362,13 +379,7 @@ std::function<array(const array&)> grad(const std::function<array(const array&)>
 VecFn vmap(const VecFn& fun, const std::vector<int>& in_axes_arg,
            const std::vector<int>& out_axes_arg) {
   return [=](const std::vector<array>& inputs) {
-    std::vector<int> in_axes = in_axes_arg.empty() ? std::vector<int>(inputs.size(), 0)
-                                                   : in_axes_arg;
-    if (in_axes.size() != inputs.size()) {
-      std::ostringstream msg;
-      msg << "[vmap] " << in_axes.size() << " in_axes for " << inputs.size() << " inputs";
-      throw std::invalid_argument(msg.str());
-    }
+    std::vector<int> in_axes = mapped_axes(in_axes_arg, inputs.size(), "in_axes", "inputs");
     int n = -1;
     std::vector<array> traced;
     std::unordered_set<std::uintptr_t> cut;
@@ -432,13 +443,7 @@ VecFn vmap(const VecFn& fun, const std::vector<int>& in_axes_arg,
       }
     }
 
-    std::vector<int> out_axes = out_axes_arg.empty() ? std::vector<int>(outputs.size(), 0)
-                                                     : out_axes_arg;
-    if (out_axes.size() != outputs.size()) {
-      std::ostringstream msg;
-      msg << "[vmap] " << out_axes.size() << " out_axes for " << outputs.size() << " outputs";
-      throw std::invalid_argument(msg.str());
-    }
+    std::vector<int> out_axes = mapped_axes(out_axes_arg, outputs.size(), "out_axes", "outputs");
     std::vector<array> results;
     for (size_t o = 0; o < outputs.size(); ++o) {
       auto b = batched.find(outputs[o].id());

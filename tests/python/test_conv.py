@@ -65,7 +65,7 @@ def rand(shape, seed):
 @pytest.mark.parametrize("n,stride,padding,dilation,groups", [
     (1, 1, 0, 1, 1), (1, 2, 1, 2, 1), (1, 1, 2, 1, 2), (2, 1, 0, 1, 1), (2, (2, 1), (1, 2), (1, 2), 1),
     (2, 2, 1, 1, 3), (3, 1, 1, 1, 1), (3, (1, 2, 1), 0, (2, 1, 1), 1)])
-def test_convnd_matches_the_definition(n, stride, padding, dilation, groups):
+def test_convnd_matches_the_definition(n, stride, padding, dilation, groups, device):
     spatial = (9, 8, 7)[:n]
     x = rand((2, *spatial, 6), 1)
     w = rand((6, *(3, 2, 3)[:n], 6 // groups), 2)
@@ -77,7 +77,7 @@ def test_convnd_matches_the_definition(n, stride, padding, dilation, groups):
     np.testing.assert_allclose(np.array(got), want, rtol=1e-4, atol=1e-4)
 
 
-def test_conv_general_asymmetric_padding_input_dilation_and_flip():
+def test_conv_general_asymmetric_padding_input_dilation_and_flip(device):
     x, w = rand((2, 7, 6, 4), 3), rand((5, 3, 2, 4), 4)
     got = mx.conv_general(mx.array(x), mx.array(w), stride=(2, 1), padding=([1, 0], [2, 3]),
                           kernel_dilation=(1, 2), input_dilation=(2, 1), flip=True)
@@ -89,7 +89,8 @@ def test_conv_general_asymmetric_padding_input_dilation_and_flip():
 @pytest.mark.parametrize("n,stride,padding,dilation,output_padding", [
     (1, 1, 0, 1, 0), (1, 2, 1, 1, 1), (1, 3, 2, 2, 0), (2, (2, 1), (1, 0), (1, 2), (1, 0)),
     (3, 2, 1, 1, 0)])
-def test_conv_transpose_matches_the_definition(n, stride, padding, dilation, output_padding):
+def test_conv_transpose_matches_the_definition(n, stride, padding, dilation, output_padding,
+                                               device):
     x = rand((2, *(5, 4, 3)[:n], 3), 5)
     w = rand((4, *(3, 2, 2)[:n], 3), 6)
     f = (mx.conv_transpose1d, mx.conv_transpose2d, mx.conv_transpose3d)[n - 1]
@@ -102,13 +103,13 @@ def test_conv_transpose_matches_the_definition(n, stride, padding, dilation, out
 
 @pytest.mark.parametrize("mode", ["full", "same", "valid"])
 @pytest.mark.parametrize("la,lv", [(10, 3), (10, 4), (3, 10), (7, 7), (5, 1)])
-def test_convolve_matches_numpy(mode, la, lv):
+def test_convolve_matches_numpy(mode, la, lv, device):
     a, v = rand((la,), 7), rand((lv,), 8)
     got = mx.convolve(mx.array(a), mx.array(v), mode)
     np.testing.assert_allclose(np.array(got), np.convolve(a, v, mode), rtol=1e-5, atol=1e-5)
 
 
-def test_convolve_of_integers_is_exact_and_integer():
+def test_convolve_of_integers_is_exact_and_integer(device):
     a = np.arange(-20, 30, dtype=np.int32) * 1000
     v = np.array([3, -1, 7, 2], np.int32)
     got = mx.convolve(mx.array(a), mx.array(v))
@@ -116,7 +117,7 @@ def test_convolve_of_integers_is_exact_and_integer():
     np.testing.assert_array_equal(np.array(got), np.convolve(a, v))
 
 
-def test_conv2d_gradients_match_finite_differences():
+def test_conv2d_gradients_match_finite_differences(device):
     x = np.random.default_rng(9).standard_normal((1, 5, 4, 2))
     w = np.random.default_rng(10).standard_normal((4, 2, 2, 1))
 
@@ -138,7 +139,7 @@ def test_conv2d_gradients_match_finite_differences():
         np.testing.assert_allclose(np.array(g), num, rtol=1e-6, atol=1e-6)
 
 
-def test_bad_shapes_are_refused_with_the_op_name():
+def test_bad_shapes_are_refused_with_the_op_name(device):
     x = mx.zeros((1, 8, 3))
     with pytest.raises(ValueError, match=r"\[conv1d\].*3 channels"):
         mx.conv1d(x, mx.zeros((4, 3, 2)))
@@ -154,12 +155,12 @@ def test_bad_shapes_are_refused_with_the_op_name():
         mx.convolve(mx.zeros(4), mx.zeros(2), "wide")
 
 
-def test_lists_tuples_pairs_and_streams_as_arguments():
+def test_lists_tuples_pairs_and_streams_as_arguments(device):
     x, w = rand((1, 6, 5, 2), 11), rand((3, 2, 2, 2), 12)
     want = ref_conv(x, w, (2, 1), (1, 0), (1, 0), (1, 1), (1, 1), 1, False)
-    got = mx.conv2d(mx.array(x), mx.array(w), stride=[2, 1], padding=(1, 0), stream=mx.cpu)
+    got = mx.conv2d(mx.array(x), mx.array(w), stride=[2, 1], padding=(1, 0), stream=device)
     np.testing.assert_allclose(np.array(got), want, rtol=1e-4, atol=1e-4)
-    got = mx.conv_general(x, w, (2, 1), ([1, 0], [1, 0]), stream=mx.cpu)
+    got = mx.conv_general(x, w, (2, 1), ([1, 0], [1, 0]), stream=device)
     np.testing.assert_allclose(np.array(got), want, rtol=1e-4, atol=1e-4)
     with pytest.raises(ValueError, match=r"\[conv2d\] stride must be an int or 2 ints"):
         mx.conv2d(mx.array(x), mx.array(w), stride=(1, 2, 3))
@@ -169,7 +170,7 @@ def test_lists_tuples_pairs_and_streams_as_arguments():
         mx.conv1d(mx.zeros((1, 4, 2), mx.int32), mx.zeros((1, 2, 2), mx.int32))
 
 
-def test_vmap_and_grad_of_a_convolution():
+def test_vmap_and_grad_of_a_convolution(device):
     xs, w = rand((3, 2, 8, 4), 13), rand((2, 3, 4), 14)
     got = mx.vmap(lambda x: mx.conv1d(x, mx.array(w), stride=2))(mx.array(xs))
     want = np.stack([ref_conv(x, w, (2,), (0,), (0,), (1,), (1,), 1, False) for x in xs])

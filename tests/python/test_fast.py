@@ -13,7 +13,7 @@ def np_softmax(s):
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def test_rms_norm_and_layer_norm(rng):
+def test_rms_norm_and_layer_norm(rng, device):
     x = rng.standard_normal((3, 4, 16)).astype(np.float32)
     w = rng.standard_normal(16).astype(np.float32)
     b = rng.standard_normal(16).astype(np.float32)
@@ -55,7 +55,7 @@ def np_rope(x, dims, traditional, base, scale, offset, freqs=None):
 
 
 @pytest.mark.parametrize("traditional", [False, True])
-def test_rope_matches_the_rotation(rng, traditional):
+def test_rope_matches_the_rotation(rng, traditional, device):
     x = rng.standard_normal((2, 3, 5, 12)).astype(np.float32)
     for dims, offset, scale in [(12, 0, 1.0), (8, 3, 0.5)]:
         got = mx.fast.rope(mx.array(x), dims, traditional=traditional, base=10000.0,
@@ -75,7 +75,7 @@ def test_rope_matches_the_rotation(rng, traditional):
                                rtol=1e-4, atol=1e-5)
 
 
-def test_rope_refuses_bad_arguments():
+def test_rope_refuses_bad_arguments(device):
     x = mx.zeros((1, 2, 8))
     with pytest.raises(ValueError, match="dims"):
         mx.fast.rope(x, 7, traditional=False, base=10000.0, scale=1.0, offset=0)
@@ -106,7 +106,7 @@ def np_attention(q, k, v, scale, mask=None, sinks=None):
 
 
 @pytest.mark.parametrize("n_kv", [4, 2, 1])
-def test_attention_heads_masks_and_sinks(rng, n_kv):
+def test_attention_heads_masks_and_sinks(rng, n_kv, device):
     q = rng.standard_normal((2, 4, 3, 8)).astype(np.float32)
     k = rng.standard_normal((2, n_kv, 5, 8)).astype(np.float32)
     v = rng.standard_normal((2, n_kv, 5, 6)).astype(np.float32)
@@ -126,7 +126,7 @@ def test_attention_heads_masks_and_sinks(rng, n_kv):
           np_attention(q, k, v, 0.3, sinks=sinks))
 
 
-def test_attention_refuses_bad_arguments():
+def test_attention_refuses_bad_arguments(device):
     q, k = mx.zeros((1, 3, 2, 4)), mx.zeros((1, 2, 2, 4))
     sdpa = mx.fast.scaled_dot_product_attention
     with pytest.raises(ValueError, match="multiple"):
@@ -137,7 +137,7 @@ def test_attention_refuses_bad_arguments():
         sdpa(q, q, q, scale=1.0, mask="upper")
 
 
-def test_nn_layers_use_fast(rng):
+def test_nn_layers_use_fast(rng, device):
     x = rng.standard_normal((2, 5, 16)).astype(np.float32)
     norm = nn.RMSNorm(16, eps=1e-6)
     np.testing.assert_allclose(np.array(norm(mx.array(x))),
@@ -148,13 +148,13 @@ def test_nn_layers_use_fast(rng):
                                rtol=1e-4, atol=1e-5)
 
 
-def test_fast_is_the_native_submodule_with_keyword_only_options(rng):
+def test_fast_is_the_native_submodule_with_keyword_only_options(rng, device):
     import tessera.core.fast as fast
     assert fast is mx.fast
     x = rng.standard_normal((1, 2, 3, 8)).astype(np.float32)
     want = np_rope(x, 8, False, 10000.0, 1.0, 2.5)
     got = fast.rope(mx.array(x), 8, traditional=False, base=10000.0, scale=1.0, offset=2.5,
-                    stream=mx.cpu)
+                    stream=device)
     np.testing.assert_allclose(np.array(got), want, rtol=1e-4, atol=1e-5)
     with pytest.raises(TypeError):
         fast.rope(mx.array(x), 8, False, 10000.0, 1.0, 0)

@@ -20,7 +20,7 @@ def views(x):
 @pytest.mark.parametrize("name", ["fft", "ifft", "rfft"])
 @pytest.mark.parametrize("n", [None, 4, 9])
 @pytest.mark.parametrize("norm", ["backward", "ortho", "forward"])
-def test_one_dimensional(name, n, norm, rng):
+def test_one_dimensional(name, n, norm, rng, device):
     x = rng.standard_normal((6, 8)).astype(np.float32)
     for a, ref in views(x):
         for axis in (0, -1):
@@ -30,7 +30,7 @@ def test_one_dimensional(name, n, norm, rng):
 
 
 @pytest.mark.parametrize("n", [None, 6, 10])
-def test_irfft(n, rng):
+def test_irfft(n, rng, device):
     x = (rng.standard_normal((4, 5)) + 1j * rng.standard_normal((4, 5))).astype(np.complex64)
     got = mx.fft.irfft(mx.array(x), n)
     assert got.dtype == mx.float32
@@ -39,7 +39,7 @@ def test_irfft(n, rng):
 
 
 @pytest.mark.parametrize("name", ["fft2", "ifft2", "fftn", "ifftn", "rfft2", "rfftn"])
-def test_multi_dimensional(name, rng):
+def test_multi_dimensional(name, rng, device):
     x = rng.standard_normal((4, 6, 5)).astype(np.float32)
     f, g = getattr(mx.fft, name), getattr(np.fft, name)
     a = mx.array(x)
@@ -50,19 +50,19 @@ def test_multi_dimensional(name, rng):
 
 
 @pytest.mark.parametrize("name", ["irfft2", "irfftn"])
-def test_inverse_real_multi_dimensional(name, rng):
+def test_inverse_real_multi_dimensional(name, rng, device):
     x = (rng.standard_normal((4, 6, 5)) + 1j * rng.standard_normal((4, 6, 5))).astype(np.complex64)
     f, g = getattr(mx.fft, name), getattr(np.fft, name)
     close(f(mx.array(x)), g(x))
     close(f(mx.array(x), s=(6, 8)), g(x, s=(6, 8), axes=(-2, -1)))
 
 
-def test_round_trip_complex(rng):
+def test_round_trip_complex(rng, device):
     x = (rng.standard_normal((8, 4)) + 1j * rng.standard_normal((8, 4))).astype(np.complex64)
     close(mx.fft.ifftn(mx.fft.fftn(mx.array(x))), x)
 
 
-def test_frequencies_and_shifts(rng):
+def test_frequencies_and_shifts(rng, device):
     for n in (7, 8):
         close(mx.fft.fftfreq(n, 0.5), np.fft.fftfreq(n, 0.5))
         close(mx.fft.rfftfreq(n), np.fft.rfftfreq(n))
@@ -73,7 +73,7 @@ def test_frequencies_and_shifts(rng):
     close(mx.fft.ifftshift(mx.array(x), axes=[1]), np.fft.ifftshift(x, axes=[1]))
 
 
-def test_fft_errors():
+def test_fft_errors(device):
     with pytest.raises(ValueError):
         mx.fft.fft(mx.zeros((4,)), norm="bad")
     with pytest.raises(ValueError):
@@ -91,7 +91,7 @@ def test_fft_errors():
     ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]),
     ("ijk->kji", [(2, 3, 4)]),
 ])
-def test_einsum(subscripts, shapes, rng):
+def test_einsum(subscripts, shapes, rng, device):
     xs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
     close(mx.einsum(subscripts, *[mx.array(x) for x in xs]), np.einsum(subscripts, *xs))
     path, report = mx.einsum_path(subscripts, *[mx.array(x) for x in xs])
@@ -100,14 +100,14 @@ def test_einsum(subscripts, shapes, rng):
     assert sum(len(step) - 1 for step in path) == len(xs) - 1 or len(xs) == 1
 
 
-def test_einsum_views_and_errors(rng):
+def test_einsum_views_and_errors(rng, device):
     x = rng.standard_normal((4, 5)).astype(np.float32)
     close(mx.einsum("ij,kj->ik", mx.array(x).T, mx.array(x).T), np.einsum("ij,kj->ik", x.T, x.T))
     with pytest.raises(ValueError):
         mx.einsum("ij,jk->ik", mx.zeros((2, 3)), mx.zeros((4, 5)))
 
 
-def test_kron(rng):
+def test_kron(rng, device):
     a = rng.standard_normal((2, 3)).astype(np.float32)
     b = rng.standard_normal((4, 2)).astype(np.float32)
     close(mx.kron(mx.array(a), mx.array(b)), np.kron(a, b))
@@ -117,7 +117,7 @@ def test_kron(rng):
 
 @pytest.mark.parametrize("name", ["hanning", "hamming", "blackman", "bartlett"])
 @pytest.mark.parametrize("M", [0, 1, 5, 12])
-def test_windows(name, M):
+def test_windows(name, M, device):
     got = getattr(mx, name)(M)
     assert got.dtype == mx.float32
     close(got, getattr(np, name)(M), atol=1e-6)

@@ -2,7 +2,7 @@
 for reading and writing, .at[] updates, masks, and the error kinds."""
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import tessera.core as mx
 
@@ -110,15 +110,17 @@ def to_mx_index(idx):
     return tuple(conv(e) for e in idx) if isinstance(idx, tuple) else conv(idx)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(array_and_index(), st.sampled_from(["plain", "transposed", "strided"]))
-def test_getitem_matches_numpy(case, layout):
+def test_getitem_matches_numpy(device, case, layout):
     check_getitem(case, layout)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(array_and_index(advanced=True), st.sampled_from(["plain", "transposed", "strided"]))
-def test_getitem_with_arrays_and_masks_matches_numpy(case, layout):
+def test_getitem_with_arrays_and_masks_matches_numpy(device, case, layout):
     check_getitem(case, layout)
 
 
@@ -145,15 +147,17 @@ def check_getitem(case, layout):
     np.testing.assert_array_equal(np.array(got), expected)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(array_and_index(), st.booleans())
-def test_setitem_matches_numpy(case, scalar):
+def test_setitem_matches_numpy(device, case, scalar):
     check_setitem(case, scalar)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(array_and_index(advanced=True), st.booleans())
-def test_setitem_with_arrays_and_masks_matches_numpy(case, scalar):
+def test_setitem_with_arrays_and_masks_matches_numpy(device, case, scalar):
     check_setitem(case, scalar)
 
 
@@ -173,7 +177,7 @@ def check_setitem(case, scalar):
     np.testing.assert_array_equal(np.array(a), x)
 
 
-def test_setitem_broadcast_and_cast():
+def test_setitem_broadcast_and_cast(device):
     a = mx.zeros((3, 4), dtype=mx.int32)
     a[1] = mx.array([1.9, 2.9, 3.9, 4.9])
     assert a.dtype == mx.int32 and a.tolist()[1] == [1, 2, 3, 4]
@@ -185,7 +189,7 @@ def test_setitem_broadcast_and_cast():
     np.testing.assert_array_equal(np.array(a)[:, 1:3], 10)
 
 
-def test_setitem_boolean_mask():
+def test_setitem_boolean_mask(device):
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     a = mx.array(x)
     a[a > 2] = 0
@@ -201,7 +205,7 @@ def test_setitem_boolean_mask():
         a[mx.array([True, False, True])] = 1
 
 
-def test_at_updates():
+def test_at_updates(device):
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
     a = mx.array(x)
     np.testing.assert_array_equal(np.array(a.at[1].add(10)), x + np.array([[0], [10], [0]]))
@@ -217,7 +221,7 @@ def test_at_updates():
         a.at.add(1)
 
 
-def test_index_errors():
+def test_index_errors(device):
     a = mx.zeros((2, 3))
     with pytest.raises(IndexError):
         a[2]
@@ -243,7 +247,7 @@ def test_index_errors():
 
 
 @pytest.mark.parametrize("axis", [None, 0, 1, -1])
-def test_take_matches_numpy(axis, rng):
+def test_take_matches_numpy(axis, rng, device):
     x = rng.standard_normal((4, 5)).astype(np.float32)
     idx = rng.integers(-3, 3, size=(2, 3)).astype(np.int32)
     for a, ref in [(mx.array(x), x), (mx.array(x.T.copy()).T, x), (mx.array(x)[::-1, ::2], x[::-1, ::2])]:
@@ -254,7 +258,7 @@ def test_take_matches_numpy(axis, rng):
 
 
 @pytest.mark.parametrize("axis", [None, 0, 1])
-def test_take_along_and_put_along_axis(axis, rng):
+def test_take_along_and_put_along_axis(axis, rng, device):
     x = rng.standard_normal((4, 5)).astype(np.float32)
     shape = (12,) if axis is None else ((3, 5) if axis == 0 else (4, 2))
     hi = x.size if axis is None else x.shape[axis]
@@ -279,14 +283,14 @@ def test_take_along_and_put_along_axis(axis, rng):
     np.testing.assert_array_equal(np.array(mx.put_along_axis(mx.array(x), mx.array(pidx), 3.0, axis)), want)
 
 
-def test_take_errors():
+def test_take_errors(device):
     with pytest.raises(ValueError):
         mx.take(mx.zeros((3,)), mx.array([0]), axis=2)
     with pytest.raises(ValueError):
         mx.take(mx.zeros((3,)), mx.array([0.5]))
 
 
-def test_at_with_integer_arrays_accumulates(rng):
+def test_at_with_integer_arrays_accumulates(rng, device):
     x = rng.standard_normal((4, 3)).astype(np.float32)
     idx = np.array([0, 2, 0, 0], dtype=np.int32)
     v = rng.uniform(0.5, 2, size=(4, 3)).astype(np.float32)
@@ -314,7 +318,7 @@ def test_at_with_integer_arrays_accumulates(rng):
     assert counts.tolist() == [0, 3, 0, 0, 1]
 
 
-def test_mask_setitem_one_row_per_true_entry():
+def test_mask_setitem_one_row_per_true_entry(device):
     x = np.arange(12, dtype=np.float32).reshape(4, 3)
     a = mx.array(x)
     mask = np.array([True, False, True, True])
@@ -328,7 +332,7 @@ def test_mask_setitem_one_row_per_true_entry():
     np.testing.assert_array_equal(np.array(a), x)
 
 
-def test_getitem_mixed_advanced_placement(rng):
+def test_getitem_mixed_advanced_placement(rng, device):
     x = rng.standard_normal((3, 4, 5, 6)).astype(np.float32)
     a = mx.array(x)
     i, j = np.array([[0], [2]]), np.array([1, 3, 3])

@@ -79,7 +79,7 @@ ACTIVATIONS = [
 
 
 @pytest.mark.parametrize("fn,module,ref", ACTIVATIONS)
-def test_activation(fn, module, ref):
+def test_activation(fn, module, ref, device):
     x = rand(4, 7)
     want = ref(x.astype(np.float64))
     close(fn(mx.array(x)), want, rtol=2e-5, atol=2e-6)
@@ -89,7 +89,7 @@ def test_activation(fn, module, ref):
     close(fn(view), ref(np.array(view).astype(np.float64)), rtol=2e-5, atol=2e-6)
 
 
-def test_glu_prelu_and_gelu_validation():
+def test_glu_prelu_and_gelu_validation(device):
     x = rand(3, 8)
     a, b = x[:, :4], x[:, 4:]
     close(nn.glu(mx.array(x)), a * np_sigmoid(b))
@@ -110,7 +110,7 @@ def reduce_np(loss, reduction):
 
 
 @pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
-def test_cross_entropy(reduction):
+def test_cross_entropy(reduction, device):
     logits = rand(5, 6)
     targets = RNG.integers(0, 6, size=5)
     lse = np.log(np.exp(logits.astype(np.float64)).sum(-1))
@@ -129,7 +129,7 @@ def test_cross_entropy(reduction):
                                   reduction=reduction), reduce_np(want, reduction))
 
 
-def test_cross_entropy_axis_and_errors():
+def test_cross_entropy_axis_and_errors(device):
     logits = rand(6, 4)
     targets = RNG.integers(0, 6, size=4)
     lse = np.log(np.exp(logits.astype(np.float64)).sum(0))
@@ -143,7 +143,7 @@ def test_cross_entropy_axis_and_errors():
         nn.losses.cross_entropy(mx.array(logits), mx.array([1, 2]))
 
 
-def test_binary_cross_entropy():
+def test_binary_cross_entropy(device):
     x = rand(10)
     t = (RNG.uniform(size=10) > 0.5).astype(np.float32)
     close(nn.losses.binary_cross_entropy(mx.array(x), mx.array(t)),
@@ -163,7 +163,7 @@ def test_binary_cross_entropy():
 
 
 @pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
-def test_elementwise_losses(reduction):
+def test_elementwise_losses(reduction, device):
     p, t = rand(4, 5), rand(4, 5)
     d = p.astype(np.float64) - t
     L = nn.losses
@@ -190,7 +190,7 @@ def test_elementwise_losses(reduction):
                                   reduction=reduction), reduce_np(want, reduction), rtol=2e-5)
 
 
-def test_shape_mismatch_errors():
+def test_shape_mismatch_errors(device):
     L = nn.losses
     a, b = mx.array(rand(3)), mx.array(rand(4))
     for fn in [L.l1_loss, L.mse_loss, L.smooth_l1_loss, L.binary_cross_entropy]:
@@ -200,7 +200,7 @@ def test_shape_mismatch_errors():
         L.margin_ranking_loss(a, a, b)
 
 
-def test_nll_kl_cosine_triplet():
+def test_nll_kl_cosine_triplet(device):
     L = nn.losses
     logp = np.log(np_softmax(rand(5, 4))).astype(np.float32)
     t = RNG.integers(0, 4, size=5)
@@ -224,7 +224,7 @@ def test_nll_kl_cosine_triplet():
 
 # ---- layers -----------------------------------------------------------------
 
-def test_linear_and_identity():
+def test_linear_and_identity(device):
     layer = nn.Linear(5, 3)
     assert layer.weight.shape == (3, 5) and layer.bias.shape == (3,)
     w = np.array(layer.weight)
@@ -237,7 +237,7 @@ def test_linear_and_identity():
     close(nn.Identity(1, k=2)(mx.array(x)), x)
 
 
-def test_bilinear():
+def test_bilinear(device):
     layer = nn.Bilinear(3, 4, 2)
     assert layer.weight.shape == (2, 4, 3)
     x1, x2 = rand(5, 3), rand(5, 4)
@@ -246,7 +246,7 @@ def test_bilinear():
     close(layer(mx.array(x1), mx.array(x2)), want, rtol=1e-5, atol=1e-5)
 
 
-def test_embedding():
+def test_embedding(device):
     emb = nn.Embedding(10, 4)
     assert emb.weight.shape == (10, 4)
     idx = np.array([[1, 3], [9, 0]])
@@ -256,7 +256,7 @@ def test_embedding():
     close(emb.as_linear(mx.array(x)), x @ W.T, rtol=1e-5)
 
 
-def test_sequential():
+def test_sequential(device):
     l1, l2 = nn.Linear(3, 4), nn.Linear(4, 2)
     seq = nn.Sequential(l1, nn.relu, l2)
     x = rand(6, 3)
@@ -270,7 +270,7 @@ def np_layer_norm(x, eps, axes=-1):
     return (x - mean) / np.sqrt(var + eps)
 
 
-def test_layer_norm_rms_norm():
+def test_layer_norm_rms_norm(device):
     x = rand(3, 4, 6).astype(np.float64)
     ln = nn.LayerNorm(6)
     ln.weight = mx.array(rand(6))
@@ -289,7 +289,7 @@ def test_layer_norm_rms_norm():
 
 
 @pytest.mark.parametrize("pytorch_compatible", [False, True])
-def test_group_norm(pytorch_compatible):
+def test_group_norm(pytorch_compatible, device):
     x = rand(2, 3, 5, 6).astype(np.float64)
     gn = nn.GroupNorm(3, 6, pytorch_compatible=pytorch_compatible)
     gn.weight = mx.array(rand(6))
@@ -307,7 +307,7 @@ def test_group_norm(pytorch_compatible):
     close(gn(mx.array(x.astype(np.float32))), want, rtol=1e-4, atol=1e-4)
 
 
-def test_instance_norm():
+def test_instance_norm(device):
     x = rand(2, 4, 5, 3).astype(np.float64)
     inorm = nn.InstanceNorm(3, affine=True)
     inorm.weight = mx.array(rand(3))
@@ -316,7 +316,7 @@ def test_instance_norm():
     close(inorm(mx.array(x.astype(np.float32))), want, rtol=1e-4, atol=1e-4)
 
 
-def test_batch_norm_training_and_eval():
+def test_batch_norm_training_and_eval(device):
     bn = nn.BatchNorm(4, momentum=0.2)
     assert set(bn.parameters()) == {"weight", "bias", "running_mean", "running_var"}
     assert set(bn.trainable_parameters()) == {"weight", "bias"}
@@ -337,7 +337,7 @@ def test_batch_norm_training_and_eval():
         bn(mx.array(rand(4)))
 
 
-def test_dropout():
+def test_dropout(device):
     x = mx.ones((200, 50))
     d = nn.Dropout(0.25)
     y = np.array(d(x))
@@ -367,7 +367,7 @@ def np_attention(q, k, v, mask=None):
     return np_softmax(s) @ v
 
 
-def test_multi_head_attention():
+def test_multi_head_attention(device):
     B, L, S, D, H = 2, 3, 4, 8, 2
     mha = nn.MultiHeadAttention(D, H, bias=True)
     q, k, v = rand(B, L, D), rand(B, S, D), rand(B, S, D)
@@ -393,7 +393,7 @@ def test_multi_head_attention():
         nn.MultiHeadAttention(6, 4)
 
 
-def test_transformer_encoder_runs_and_matches_layers():
+def test_transformer_encoder_runs_and_matches_layers(device):
     enc = nn.TransformerEncoder(2, 8, 2, mlp_dims=16)
     enc.eval()
     x = mx.array(rand(2, 5, 8))
@@ -408,7 +408,7 @@ def test_transformer_encoder_runs_and_matches_layers():
     assert out.shape == (2, 3, 8) and np.all(np.isfinite(np.array(out)))
 
 
-def test_rnn_gru_lstm():
+def test_rnn_gru_lstm(device):
     x = rand(2, 3, 4).astype(np.float64)
     rnn = nn.RNN(4, 5)
     Wxh, Whh, b = (np.array(rnn[n]).astype(np.float64) for n in ["Wxh", "Whh", "bias"])
@@ -451,7 +451,7 @@ def test_rnn_gru_lstm():
 
 
 @pytest.mark.parametrize("traditional", [False, True])
-def test_rope(traditional):
+def test_rope(traditional, device):
     x = rand(1, 2, 5, 8).astype(np.float64)
     dims, base, scale, offset = 6, 10000.0, 0.5, 2
     rope = nn.RoPE(dims, traditional=traditional, base=base, scale=scale)
@@ -471,7 +471,7 @@ def test_rope(traditional):
     close(rope(mx.array(x.astype(np.float32)), offset=offset), want, rtol=1e-4, atol=1e-5)
 
 
-def test_sinusoidal_and_alibi():
+def test_sinusoidal_and_alibi(device):
     pe = nn.SinusoidalPositionalEncoding(8, min_freq=0.01, max_freq=1.0)
     pos = np.array([0.0, 1.0, 5.0], np.float32)
     sig = np.exp(np.linspace(0, 1, 4)[::-1] * (math.log(1.0) - math.log(0.01)) + math.log(0.01))
@@ -486,7 +486,7 @@ def test_sinusoidal_and_alibi():
 
 # ---- initializers -----------------------------------------------------------
 
-def test_init_functions():
+def test_init_functions(device):
     a = mx.zeros((64, 32))
     close(nn.init.constant(0.5)(a), np.full((64, 32), 0.5))
     close(nn.init.identity()(mx.zeros((3, 3))), np.eye(3))
@@ -529,7 +529,7 @@ class MLP(nn.Module):
         return self.norm(x) * self.scale
 
 
-def test_module_storage_and_trees():
+def test_module_storage_and_trees(device):
     m = MLP()
     assert isinstance(m, dict) and m.training
     assert "scale" not in m and m.scale == 2.0
@@ -547,7 +547,7 @@ def test_module_storage_and_trees():
     assert "Linear(input_dims=3, output_dims=4, bias=True)" in repr(m)
 
 
-def test_module_update_and_strict():
+def test_module_update_and_strict(device):
     m = MLP()
     w = mx.ones((4, 3))
     m.update({"layers": [{"weight": w}]})
@@ -571,7 +571,7 @@ def test_module_update_and_strict():
     assert set(seen) == {"", "layers.0", "layers.1", "norm"}
 
 
-def test_module_freeze_unfreeze():
+def test_module_freeze_unfreeze(device):
     m = MLP()
     m.freeze()
     assert tree_flatten(m.trainable_parameters()) == []
@@ -593,7 +593,7 @@ def test_module_freeze_unfreeze():
     assert len(tree_flatten(m.parameters())) == 7
 
 
-def test_module_train_eval_and_set_dtype():
+def test_module_train_eval_and_set_dtype(device):
     m = MLP()
     m.eval()
     assert not m.training and not m.layers[0].training
@@ -607,7 +607,7 @@ def test_module_train_eval_and_set_dtype():
 
 
 @pytest.mark.parametrize("ext", ["npz", "safetensors"])
-def test_save_load_weights_round_trip(tmp_path, ext):
+def test_save_load_weights_round_trip(tmp_path, ext, device):
     m = MLP()
     path = str(tmp_path / f"w.{ext}")
     m.save_weights(path)
@@ -620,7 +620,7 @@ def test_save_load_weights_round_trip(tmp_path, ext):
     close(other(x), np.array(m(x)))
 
 
-def test_save_load_bfloat16_safetensors(tmp_path):
+def test_save_load_bfloat16_safetensors(tmp_path, device):
     m = nn.Linear(3, 2)
     m.set_dtype(mx.bfloat16)
     path = str(tmp_path / "w.safetensors")
@@ -632,7 +632,7 @@ def test_save_load_bfloat16_safetensors(tmp_path):
                                   np.array(m.weight.astype(mx.float32)))
 
 
-def test_load_weights_strict_and_errors(tmp_path):
+def test_load_weights_strict_and_errors(tmp_path, device):
     m = nn.Linear(3, 2)
     with pytest.raises(ValueError):
         m.load_weights([("weight", mx.zeros((2, 3)))])
@@ -649,7 +649,7 @@ def test_load_weights_strict_and_errors(tmp_path):
         m.load_weights(str(tmp_path / "w.pt"))
 
 
-def test_value_and_grad_matches_numpy():
+def test_value_and_grad_matches_numpy(device):
     model = nn.Linear(3, 1)
     model.freeze(keys="bias")
     x, y = rand(8, 3), rand(8, 1)
@@ -665,7 +665,7 @@ def test_value_and_grad_matches_numpy():
     close(grads["weight"], 2 * (r * x).mean(0, keepdims=True), rtol=1e-4, atol=1e-6)
 
 
-def test_training_loop_reduces_loss():
+def test_training_loop_reduces_loss(device):
     model = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 3))
     x = mx.array(rand(32, 4))
     y = mx.array(RNG.integers(0, 3, size=32))
@@ -684,7 +684,7 @@ def test_training_loop_reduces_loss():
     assert loss.item() < 0.5 * first
 
 
-def test_checkpoint_gives_same_gradients():
+def test_checkpoint_gives_same_gradients(device):
     model = nn.Linear(3, 2)
     x = mx.array(rand(4, 3))
 
@@ -721,7 +721,7 @@ def np_pool(x, k, s, p, fn, pad_value):
     (nn.MaxPool2d, 2, np.max, -np.inf), (nn.AvgPool2d, 2, np.mean, 0.0),
     (nn.MaxPool3d, 3, np.max, -np.inf), (nn.AvgPool3d, 3, np.mean, 0.0),
 ])
-def test_pooling(cls, n, fn, pad_value):
+def test_pooling(cls, n, fn, pad_value, device):
     shape = (2,) + (7, 6, 5)[:n] + (3,)
     x = rand(*shape)
     for k, s, p in [(2, None, 0), (3, 2, 1), (2, 1, 0)]:
@@ -766,7 +766,7 @@ def np_conv(x, w, stride, padding, dilation, groups):
     (nn.Conv2d, 2, {"stride": (2, 1), "padding": (1, 2), "dilation": (1, 2), "groups": 2}),
     (nn.Conv3d, 3, {"stride": 2, "padding": 1}),
 ])
-def test_convolution(cls, n, kw):
+def test_convolution(cls, n, kw, device):
     c_in, c_out = 4, 6
     shape = (2,) + (9, 8, 7)[:n] + (c_in,)
     x = rand(*shape)
@@ -787,7 +787,7 @@ def test_convolution(cls, n, kw):
         nn.Conv1d(3, 4, 3, groups=2)
 
 
-def test_convolution_gradient_matches_finite_differences():
+def test_convolution_gradient_matches_finite_differences(device):
     conv = nn.Conv1d(2, 3, 3, padding=1)
     x = mx.array(rand(1, 5, 2))
 
@@ -813,7 +813,7 @@ def test_convolution_gradient_matches_finite_differences():
 
 # ---- upsampling ---------------------------------------------------------------
 
-def test_upsample_nearest():
+def test_upsample_nearest(device):
     x = rand(2, 3, 4, 2)
     got = nn.Upsample(scale_factor=2)(mx.array(x))
     close(got, x.repeat(2, axis=1).repeat(2, axis=2))
@@ -824,7 +824,7 @@ def test_upsample_nearest():
 
 
 @pytest.mark.parametrize("align_corners", [False, True])
-def test_upsample_linear(align_corners):
+def test_upsample_linear(align_corners, device):
     x = rand(1, 4, 3)
     got = nn.Upsample(scale_factor=2, mode="linear", align_corners=align_corners)(mx.array(x))
     m, n = 8, 4
@@ -885,7 +885,7 @@ def test_upsample_cubic_is_separable_and_differentiable():
         nn.Upsample(2, mode="cubic", align_corners=True, antialias=True)
 
 
-def test_average_gradients_single_process_is_identity():
+def test_average_gradients_single_process_is_identity(device):
     grads = {"w": mx.array(rand(2, 2)), "l": [mx.array(rand(3))]}
     out = nn.average_gradients(grads)
     for (k1, a), (k2, b) in zip(tree_flatten(out), tree_flatten(grads)):
@@ -918,7 +918,7 @@ def np_conv_transpose(x, w, stride, padding, dilation, output_padding):
     (nn.ConvTranspose2d, 2, {"stride": (2, 1), "padding": (1, 0), "output_padding": (1, 0)}),
     (nn.ConvTranspose3d, 3, {"stride": 2}),
 ])
-def test_conv_transpose(cls, n, kw):
+def test_conv_transpose(cls, n, kw, device):
     c_in, c_out = 3, 2
     x = rand(*((2,) + (5, 4, 3)[:n] + (c_in,)))
     conv = cls(c_in, c_out, 3, **kw)
@@ -935,7 +935,7 @@ def test_conv_transpose(cls, n, kw):
     close(conv(mx.array(x)), want, rtol=1e-4, atol=1e-4)
 
 
-def test_init_sparse_and_orthogonal():
+def test_init_sparse_and_orthogonal(device):
     a = mx.zeros((20, 10))
     s = np.array(nn.init.sparse(0.25, mean=0.0, std=1.0)(a))
     assert s.shape == (20, 10)

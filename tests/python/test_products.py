@@ -14,27 +14,27 @@ def close(got, ref, rtol=1e-4, atol=1e-4):
 
 @pytest.mark.parametrize("shapes,axis", [(((3, 4), (4,)), -1), (((2, 1, 5), (3, 5)), -1),
                                          (((4, 3), (4, 1)), 0)])
-def test_vecdot_matches_numpy(shapes, axis, rng):
+def test_vecdot_matches_numpy(shapes, axis, rng, device):
     a = rng.standard_normal(shapes[0]).astype(np.float32)
     b = rng.standard_normal(shapes[1]).astype(np.float32)
     close(mx.vecdot(mx.array(a), mx.array(b), axis=axis), np.sum(a * b, axis=axis))
 
 
-def test_vecdot_conjugates_the_first_complex_operand(rng):
+def test_vecdot_conjugates_the_first_complex_operand(rng, device):
     a = (rng.standard_normal(4) + 1j * rng.standard_normal(4)).astype(np.complex64)
     b = (rng.standard_normal(4) + 1j * rng.standard_normal(4)).astype(np.complex64)
     close(mx.vecdot(mx.array(a), mx.array(b)), np.vdot(a, b))
 
 
 @pytest.mark.parametrize("n,axis", [(1, -1), (2, -1), (3, 0), (0, 1), (9, -1)])
-def test_diff_matches_numpy(n, axis, rng):
+def test_diff_matches_numpy(n, axis, rng, device):
     x = rng.standard_normal((4, 6)).astype(np.float32)
     close(mx.diff(mx.array(x), n, axis), np.diff(x, n, axis))
     view = mx.array(x)[::2, ::-1]
     close(mx.diff(view, n=n, axis=axis), np.diff(x[::2, ::-1], n, axis))
 
 
-def test_diff_of_integers_and_booleans_matches_numpy():
+def test_diff_of_integers_and_booleans_matches_numpy(device):
     i = np.array([3, 1, 4, 1, 5, 9], np.int16)
     got = mx.diff(mx.array(i), 2)
     assert got.dtype == mx.int16
@@ -45,7 +45,7 @@ def test_diff_of_integers_and_booleans_matches_numpy():
     np.testing.assert_array_equal(np.array(got), np.diff(b))
 
 
-def test_gather_mm_matches_take_then_matmul(rng):
+def test_gather_mm_matches_take_then_matmul(rng, device):
     a = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
     b = rng.standard_normal((6, 5, 2)).astype(np.float32)
     li, ri = np.array([[5, 0], [2, 2]]), np.array([1, 4])
@@ -56,7 +56,7 @@ def test_gather_mm_matches_take_then_matmul(rng):
           a @ b.reshape(2, 3, 5, 2))
 
 
-def test_segmented_mm_matches_a_loop(rng):
+def test_segmented_mm_matches_a_loop(rng, device):
     a = rng.standard_normal((3, 10)).astype(np.float32)
     b = rng.standard_normal((10, 4)).astype(np.float32)
     seg = np.array([[0, 4], [4, 10], [3, 3], [1, 9]])
@@ -66,7 +66,7 @@ def test_segmented_mm_matches_a_loop(rng):
 
 
 @pytest.mark.parametrize("bs", [32, 64])
-def test_block_masked_mm_matches_masked_numpy(bs, rng):
+def test_block_masked_mm_matches_masked_numpy(bs, rng, device):
     M, K, N = 70, 100, 40
     a = rng.standard_normal((2, M, K)).astype(np.float32)
     b = rng.standard_normal((K, N)).astype(np.float32)
@@ -82,7 +82,7 @@ def test_block_masked_mm_matches_masked_numpy(bs, rng):
 
 
 @pytest.mark.parametrize("n", [1, 4, 16, 128])
-def test_hadamard_transform_matches_sylvesters_matrix(n, rng):
+def test_hadamard_transform_matches_sylvesters_matrix(n, rng, device):
     h = np.array([[1.0]])
     while h.shape[0] < n:
         h = np.block([[h, h], [h, -h]])
@@ -117,7 +117,7 @@ def test_hadamard_transform_of_m_times_a_power_of_two_is_a_hadamard_matrix(n, de
     close(g, np.broadcast_to(h @ np.arange(n) / np.sqrt(n), x.shape), rtol=1e-4, atol=1e-4)
 
 
-def test_bad_input_is_refused_with_the_op_name():
+def test_bad_input_is_refused_with_the_op_name(device):
     with pytest.raises(ValueError, match=r"\[hadamard_transform\].*36"):
         mx.hadamard_transform(mx.zeros((2, 36)))
     with pytest.raises(ValueError, match=r"\[block_masked_mm\] block_size"):

@@ -52,7 +52,7 @@ def np_dequantize(words, scales, biases, group_size, bits):
 
 @pytest.mark.parametrize("bits", BITS)
 @pytest.mark.parametrize("group_size", GROUPS)
-def test_quantize_matches_numpy(bits, group_size):
+def test_quantize_matches_numpy(bits, group_size, device):
     w = RNG.standard_normal((6, 256)).astype(np.float32)
     wq, scales, biases = mx.quantize(mx.array(w), group_size, bits)
     assert wq.dtype == mx.uint32 and wq.shape == (6, 256 * bits // 32)
@@ -71,7 +71,7 @@ def test_quantize_matches_numpy(bits, group_size):
     assert np.all(np.abs(back - w) <= bound * (1 + 1e-5) + 1e-6)
 
 
-def test_quantize_hand_packed_words():
+def test_quantize_hand_packed_words(device):
     # The values MLX 0.32.4 gives: 0..15 has its larger extreme 15 at the top,
     # so the scale is -1 and the bias 15 (q = 15 - w).
     w = np.tile(np.arange(16, dtype=np.float32), 4).reshape(1, 64)
@@ -110,7 +110,7 @@ def test_quantize_half_types_match_the_float32_rule(dtype, bits):
     np.testing.assert_array_equal(np.array(biases.astype(mx.float32)), np.array(want_b))
 
 
-def test_quantize_defaults_and_dtypes():
+def test_quantize_defaults_and_dtypes(device):
     w = mx.array(RNG.standard_normal((4, 128)).astype(np.float32)).astype(mx.float16)
     wq, scales, biases = mx.quantize(w)  # group_size 64, bits 4
     assert wq.shape == (4, 16) and scales.shape == (4, 2) and scales.dtype == mx.float16
@@ -120,7 +120,7 @@ def test_quantize_defaults_and_dtypes():
 
 @pytest.mark.parametrize("transpose", [True, False])
 @pytest.mark.parametrize("bits", [3, 4, 8])
-def test_quantized_matmul_matches_numpy(transpose, bits):
+def test_quantized_matmul_matches_numpy(transpose, bits, device):
     K, N = 128, 64
     w = RNG.standard_normal((N, K) if transpose else (K, N)).astype(np.float32)
     wq, scales, biases = mx.quantize(mx.array(w), 64, bits)
@@ -134,7 +134,7 @@ def test_quantized_matmul_matches_numpy(transpose, bits):
         np.testing.assert_allclose(np.array(y), want, rtol=1e-4, atol=1e-4)
 
 
-def test_gather_qmm_chooses_experts_like_numpy():
+def test_gather_qmm_chooses_experts_like_numpy(device):
     E, N, K = 4, 16, 64
     w = RNG.standard_normal((E, N, K)).astype(np.float32)
     wq, scales, biases = mx.quantize(mx.array(w), 32, 4)
@@ -156,7 +156,7 @@ def test_gather_qmm_chooses_experts_like_numpy():
     np.testing.assert_allclose(np.array(y2), want2, rtol=1e-4, atol=1e-4)
 
 
-def test_quantized_matmul_half_precision_x():
+def test_quantized_matmul_half_precision_x(device):
     w = RNG.standard_normal((32, 64)).astype(np.float32)
     wq, scales, biases = mx.quantize(mx.array(w), 32, 4)
     W = np.array(mx.dequantize(wq, scales, biases, 32, 4)).astype(np.float64)
@@ -177,7 +177,7 @@ def test_quantized_matmul_half_precision_x():
         assert np.all(np.abs(got - want) <= 2 * eps * np.abs(want) + 1e-3 * np.abs(want).max())
 
 
-def test_quantized_matmul_gradient_matches_finite_differences():
+def test_quantized_matmul_gradient_matches_finite_differences(device):
     w = RNG.standard_normal((32, 64))
     wq, scales, biases = mx.quantize(mx.array(w), 32, 4)
     x = RNG.standard_normal((3, 64))
@@ -213,7 +213,7 @@ def exact_weights(batch, rows, cols):
     return (((r * 7 + c * 3 + b) % 8) - 3).astype(np.float32)
 
 
-def test_quantized_matmul_vmap_matches_a_loop():
+def test_quantized_matmul_vmap_matches_a_loop(device):
     w = exact_weights(4, 32, 64)
     qs = [mx.quantize(mx.array(wi), 32, 3) for wi in w]
     wq, scales, biases = (mx.stack([q[i] for q in qs]) for i in range(3))
@@ -234,7 +234,7 @@ def test_quantized_matmul_vmap_matches_a_loop():
         np.testing.assert_array_equal(np.array(qv[i]), np.array([np.array(q[i]) for q in qs]))
 
 
-def test_quantization_errors():
+def test_quantization_errors(device):
     w = mx.array(RNG.standard_normal((4, 64)).astype(np.float32))
     with pytest.raises(ValueError, match=r"\[quantize\] w of shape \(64,\) must have at least 2"):
         mx.quantize(w[0])
@@ -257,7 +257,7 @@ def test_quantization_errors():
         mx.quantized_matmul(mx.zeros((2, 63)), wq, scales, biases)
 
 
-def test_quantized_linear_is_quantized_matmul_plus_bias():
+def test_quantized_linear_is_quantized_matmul_plus_bias(device):
     lin = nn.Linear(64, 16)
     ql = nn.QuantizedLinear.from_linear(lin, group_size=32, bits=8)
     assert isinstance(lin.to_quantized(), nn.QuantizedLinear)
@@ -276,7 +276,7 @@ def test_quantized_linear_is_quantized_matmul_plus_bias():
         lin.to_quantized(quantize_input=True)
 
 
-def test_quantized_embedding_lookup_and_as_linear():
+def test_quantized_embedding_lookup_and_as_linear(device):
     emb = nn.Embedding(10, 64)
     qe = emb.to_quantized(group_size=32, bits=8)
     assert isinstance(qe, nn.QuantizedEmbedding)
@@ -291,7 +291,7 @@ def test_quantized_embedding_lookup_and_as_linear():
                                rtol=1e-5, atol=1e-5)
 
 
-def test_nn_quantize_replaces_layers_with_predicate():
+def test_nn_quantize_replaces_layers_with_predicate(device):
     model = nn.Sequential(nn.Embedding(10, 64), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 32))
     nn.quantize(model, group_size=32, bits=4)
     kinds = [type(m).__name__ for m in model.layers]
@@ -320,7 +320,7 @@ def fp8_values():
     return np.where(c >= 128, -v, v)
 
 
-def test_from_fp8_decodes_every_code():
+def test_from_fp8_decodes_every_code(device):
     codes = mx.array(np.arange(256, dtype=np.uint8))
     want = fp8_values()
     for dtype in (mx.float32, mx.float16, mx.bfloat16):
@@ -331,7 +331,7 @@ def test_from_fp8_decodes_every_code():
         mx.from_fp8(mx.array([1.0]))
 
 
-def test_to_fp8_is_the_nearest_code_ties_to_even(rng):
+def test_to_fp8_is_the_nearest_code_ties_to_even(rng, device):
     x = np.concatenate([rng.uniform(-500, 500, 3000), rng.uniform(-0.05, 0.05, 1000),
                         [0.0, -0.0, 1.0625, 1.1875, 448.0, 464.0, 1e6, np.inf, -np.inf]])
     x = x.astype(np.float32)

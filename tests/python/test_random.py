@@ -17,7 +17,7 @@ def close(got, want, atol):
     np.testing.assert_allclose(np.array(got).astype(np.float64), want, rtol=0, atol=atol)
 
 
-def test_key_and_split_match_mlx():
+def test_key_and_split_match_mlx(device):
     k = key(KB)
     assert k.dtype == mx.uint32 and k.shape == (2,)
     assert np.array(k).tolist() == [0x12345678, 0x9ABCDEF0]
@@ -31,7 +31,7 @@ def test_key_and_split_match_mlx():
     assert mx.random.split(key(0), num=0).shape == (0, 2)
 
 
-def test_bits_match_mlx():
+def test_bits_match_mlx(device):
     assert np.array(mx.random.bits((5,), key=key(K0))).tolist() == [
         0x9312778B, 0x19850714, 0x64A626EC, 0xE4E8DFBE, 0x98B89669]
     assert np.array(mx.random.bits([2, 3], key=key(K42))).ravel().tolist() == [
@@ -43,7 +43,7 @@ def test_bits_match_mlx():
         0x2D, 0xB3, 0xD7, 0x03, 0xF4, 0x83, 0xD0]
 
 
-def test_samplers_match_mlx():
+def test_samplers_match_mlx(device):
     close(mx.random.uniform(shape=(5,), key=key(K0)),
           [0.574500561, 0.0996860936, 0.393160284, 0.894178391, 0.596566558], 1e-7)
     close(mx.random.uniform(-2.0, 3.0, (4,), key=key(K42)),
@@ -65,7 +65,7 @@ def test_samplers_match_mlx():
     close(mx.random.laplace((4,), key=key(KB)), [0.275432825, -2.12609935, -0.37959075, 0.134725213], 2e-6)
 
 
-def test_categorical_and_permutation_match_mlx():
+def test_categorical_and_permutation_match_mlx(device):
     logits = mx.array([0.1, 1.0, -0.5, 2.0])
     assert np.array(mx.random.categorical(logits.reshape(2, 2), key=key(K0))).tolist() == [0, 1]
     assert np.array(mx.random.categorical(logits, shape=(6,), key=key(K42))).tolist() == [3, 3, 3, 1, 1, 3]
@@ -84,7 +84,7 @@ def test_categorical_and_permutation_match_mlx():
                     -0.117449418]).reshape(3, 2), 2e-6)
 
 
-def test_global_key_after_seed_matches_mlx():
+def test_global_key_after_seed_matches_mlx(device):
     mx.random.seed(7)
     close(mx.random.uniform(shape=(3,)), [0.0777458325, 0.174454302, 0.83264631], 1e-7)
     close(mx.random.uniform(shape=(3,)), [0.584717035, 0.436813712, 0.706478179], 1e-7)
@@ -92,7 +92,7 @@ def test_global_key_after_seed_matches_mlx():
     close(mx.random.uniform(shape=(3,)), [0.0777458325, 0.174454302, 0.83264631], 1e-7)
 
 
-def test_same_key_same_numbers_and_global_key_advances():
+def test_same_key_same_numbers_and_global_key_advances(device):
     k = key(3)
     a = np.array(mx.random.normal((10,), key=k))
     np.testing.assert_array_equal(a, np.array(mx.random.normal((10,), key=k)))
@@ -103,7 +103,7 @@ def test_same_key_same_numbers_and_global_key_advances():
 N = 200_000
 
 
-def test_distribution_moments():
+def test_distribution_moments(device):
     k = key(11)
     u = np.array(mx.random.uniform(-1, 3, (N,), key=k)).astype(np.float64)
     assert u.min() >= -1 and u.max() < 3
@@ -126,12 +126,12 @@ def test_distribution_moments():
     np.testing.assert_allclose(np.bincount(c, minlength=3) / N, [0.1, 0.2, 0.7], atol=0.01)
     cov = np.array([[2.0, 0.6], [0.6, 1.0]], dtype=np.float32)
     m = np.array(mx.random.multivariate_normal(mx.array([1.0, -1.0]), mx.array(cov), (N,), key=k,
-                                               stream=mx.cpu)).astype(np.float64)
+                                               stream=device)).astype(np.float64)
     np.testing.assert_allclose(m.mean(axis=0), [1, -1], atol=0.02)
     np.testing.assert_allclose(np.cov(m.T), cov, atol=0.03)
 
 
-def test_permutation_of_an_array_and_shapes():
+def test_permutation_of_an_array_and_shapes(device):
     x = np.arange(20, dtype=np.float32).reshape(4, 5)
     p = np.array(mx.random.permutation(mx.array(x), key=key(1)))
     np.testing.assert_array_equal(np.sort(p[:, 0]), x[:, 0])
@@ -143,7 +143,7 @@ def test_permutation_of_an_array_and_shapes():
     assert mx.random.uniform(mx.zeros((3, 1)), 1, (2, 3, 4)).shape == (2, 3, 4)
 
 
-def test_errors():
+def test_errors(device):
     with pytest.raises(ValueError):
         mx.random.uniform(shape=(3,), dtype=mx.int32)
     with pytest.raises(ValueError):

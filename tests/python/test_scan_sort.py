@@ -33,7 +33,7 @@ SCANS = {
 
 @pytest.mark.parametrize("name", SCANS)
 @pytest.mark.parametrize("axis", [0, 1, -1, None])
-def test_scan_matches_numpy(name, axis, rng):
+def test_scan_matches_numpy(name, axis, rng, device):
     x = rng.uniform(0.5, 1.5, size=(5, 6)).astype(np.float32)
     for a, ref in views(x):
         want = SCANS[name](ref.ravel() if axis is None else ref, 0 if axis is None else axis)
@@ -42,7 +42,7 @@ def test_scan_matches_numpy(name, axis, rng):
 
 
 @pytest.mark.parametrize("name", SCANS)
-def test_scan_reverse_and_exclusive(name, rng):
+def test_scan_reverse_and_exclusive(name, rng, device):
     x = rng.uniform(0.5, 1.5, size=(4, 7)).astype(np.float32)
     f = SCANS[name]
     rev = np.flip(f(np.flip(x, 1), 1), 1)
@@ -54,7 +54,7 @@ def test_scan_reverse_and_exclusive(name, rng):
     close(got[:, :-1], rev[:, 1:])
 
 
-def test_cumsum_dtypes(rng):
+def test_cumsum_dtypes(rng, device):
     x = rng.integers(-5, 5, size=(3, 4)).astype(np.int32)
     got = mx.cumsum(mx.array(x), axis=0, dtype=mx.float32)
     assert got.dtype == mx.float32
@@ -65,13 +65,13 @@ def test_cumsum_dtypes(rng):
     assert mx.cumprod(mx.array(x), dtype=mx.float32).dtype == mx.float32
 
 
-def test_scan_bad_axis():
+def test_scan_bad_axis(device):
     with pytest.raises(ValueError):
         mx.cumsum(mx.zeros((2, 3)), axis=2)
 
 
 @pytest.mark.parametrize("axis", [0, 1, -1, None])
-def test_sort_and_argsort(axis, rng):
+def test_sort_and_argsort(axis, rng, device):
     x = rng.standard_normal((6, 5)).astype(np.float32)
     x[1, 2] = x[3, 2]  # ties: the sort is stable
     for a, ref in views(x):
@@ -82,7 +82,7 @@ def test_sort_and_argsort(axis, rng):
         np.testing.assert_array_equal(np.array(i), want)
 
 
-def test_sort_default_axis_and_integers(rng):
+def test_sort_default_axis_and_integers(rng, device):
     x = rng.integers(-100, 100, size=(4, 9)).astype(np.int32)
     np.testing.assert_array_equal(np.array(mx.sort(mx.array(x))), np.sort(x, axis=-1))
     y = np.array([3.0, np.nan, -1.0, 2.0], dtype=np.float32)
@@ -91,7 +91,7 @@ def test_sort_default_axis_and_integers(rng):
 
 @pytest.mark.parametrize("kth", [0, 2, -1])
 @pytest.mark.parametrize("axis", [0, 1, None])
-def test_partition_and_argpartition(kth, axis, rng):
+def test_partition_and_argpartition(kth, axis, rng, device):
     x = rng.standard_normal((5, 6)).astype(np.float32)
     for a, ref in views(x):
         flat = ref.ravel() if axis is None else ref
@@ -112,7 +112,7 @@ def test_partition_and_argpartition(kth, axis, rng):
 
 
 @pytest.mark.parametrize("axis", [0, -1, None])
-def test_topk(axis, rng):
+def test_topk(axis, rng, device):
     x = rng.standard_normal((6, 7)).astype(np.float32)
     for a, ref in views(x):
         flat = ref.ravel() if axis is None else ref
@@ -122,7 +122,7 @@ def test_topk(axis, rng):
         np.testing.assert_array_equal(got, want)
 
 
-def test_sort_errors():
+def test_sort_errors(device):
     with pytest.raises(ValueError):
         mx.partition(mx.zeros((3,)), 5)
     with pytest.raises(ValueError):
@@ -130,7 +130,7 @@ def test_sort_errors():
 
 
 @pytest.mark.parametrize("side", ["left", "right"])
-def test_searchsorted(side, rng):
+def test_searchsorted(side, rng, device):
     seq = np.sort(rng.integers(0, 10, size=12)).astype(np.float32)
     values = rng.uniform(-1, 11, size=(3, 4)).astype(np.float32)
     values[0, :3] = seq[:3]

@@ -23,6 +23,16 @@ def _reduce(loss, reduction: Reduction = "none"):
     raise ValueError(f"Invalid reduction {reduction!r}; must be 'none', 'mean' or 'sum'.")
 
 
+def _apply_weights(loss, weights, op):
+    """loss times weights, which must have its shape; no weights: loss."""
+    if weights is None:
+        return loss
+    if weights.shape != loss.shape:
+        raise ValueError(f"[{op}] weights shape {weights.shape} does not match the loss "
+                         f"shape {loss.shape}.")
+    return loss * weights
+
+
 def cross_entropy(logits, targets, weights=None, axis: int = -1,
                   label_smoothing: float = 0.0, reduction: Reduction = "none"):
     """``logsumexp(logits) - score``; targets are class indices or probabilities."""
@@ -57,11 +67,7 @@ def cross_entropy(logits, targets, weights=None, axis: int = -1,
     else:
         loss = logsumexp_logits - score
 
-    if weights is not None:
-        if weights.shape != loss.shape:
-            raise ValueError(f"[cross_entropy] weights shape {weights.shape} does not "
-                             f"match the loss shape {loss.shape}.")
-        loss = loss * weights
+    loss = _apply_weights(loss, weights, "cross_entropy")
     return _reduce(loss, reduction)
 
 
@@ -77,11 +83,7 @@ def binary_cross_entropy(inputs, targets, weights=None, with_logits: bool = True
         log_inputs_clip = mx.clip(mx.log(inputs), -100, None)
         log_inputs_inv_clip = mx.clip(mx.log(1 - inputs), -100, None)
         loss = -(targets * log_inputs_clip + (1 - targets) * log_inputs_inv_clip)
-    if weights is not None:
-        if weights.shape != loss.shape:
-            raise ValueError(f"[binary_cross_entropy] weights shape {weights.shape} does "
-                             f"not match the loss shape {loss.shape}.")
-        loss = loss * weights
+    loss = _apply_weights(loss, weights, "binary_cross_entropy")
     return _reduce(loss, reduction)
 
 

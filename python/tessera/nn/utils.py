@@ -9,15 +9,20 @@ import tessera.core as mx
 from tessera.nn.layers.base import Module
 
 
+def _of_parameters(module: Module, fn: Callable):
+    """``fn`` as a function of the module's parameters, passed first."""
+
+    def inner_fn(params, *args, **kwargs):
+        module.update(params)
+        return fn(*args, **kwargs)
+
+    return inner_fn
+
+
 def value_and_grad(model: Module, fn: Callable):
     """``(*args, **kwargs) -> (value, grads)`` with the gradients of ``fn`` with
     respect to ``model.trainable_parameters()``."""
-
-    def inner_fn(params, *args, **kwargs):
-        model.update(params)
-        return fn(*args, **kwargs)
-
-    value_grad_fn = mx.value_and_grad(inner_fn)
+    value_grad_fn = mx.value_and_grad(_of_parameters(model, fn))
 
     @wraps(fn)
     def wrapped_value_grad_fn(*args, **kwargs):
@@ -33,11 +38,7 @@ def checkpoint(module: Module, fn: Optional[Callable] = None):
     if fn is None:
         fn = module.__call__
 
-    def inner_fn(params, *args, **kwargs):
-        module.update(params)
-        return fn(*args, **kwargs)
-
-    checkpointed_fn = mx.checkpoint(inner_fn)
+    checkpointed_fn = mx.checkpoint(_of_parameters(module, fn))
 
     @wraps(fn)
     def wrapped_checkpointed_fn(*args, **kwargs):

@@ -64,8 +64,20 @@ class Optimizer:
         tree_map(lambda p, s: s or self.init_single(p, s), parameters, self._state)
         self._initialized = True
 
+    # The state of each parameter that starts as zeros like it; an optimizer
+    # with other state overrides init_single.
+    zero_state: Tuple[str, ...] = ()
+
     def init_single(self, parameter, state: dict):
-        raise NotImplementedError()
+        for name in self.zero_state:
+            state[name] = mx.zeros_like(parameter)
+
+    def _require_non_negative(self, **values):
+        """Raises ValueError, naming the optimizer, for a negative hyper-parameter."""
+        for name, value in values.items():
+            if value < 0.0:
+                raise ValueError(f"[{type(self).__name__}] {name} must be non-negative "
+                                 f"but is {value}")
 
     def apply_gradients(self, gradients: dict, parameters: dict):
         """Updated parameters with the structure of ``gradients``."""
@@ -175,6 +187,8 @@ class MultiOptimizer(Optimizer):
 class SGD(Optimizer):
     """Stochastic gradient descent with momentum, weight decay, dampening, Nesterov."""
 
+    zero_state = ("v",)
+
     def __init__(self, learning_rate: Union[float, Callable], momentum: float = 0.0,
                  weight_decay: float = 0.0, dampening: float = 0.0, nesterov: bool = False):
         if nesterov and (momentum <= 0 or dampening != 0):
@@ -186,9 +200,6 @@ class SGD(Optimizer):
         self.weight_decay = weight_decay
         self.dampening = dampening
         self.nesterov = nesterov
-
-    def init_single(self, parameter, state: dict):
-        state["v"] = mx.zeros_like(parameter)
 
     def apply_single(self, gradient, parameter, state: dict):
         if self.weight_decay != 0:
@@ -215,19 +226,17 @@ class SGD(Optimizer):
 class RMSprop(Optimizer):
     """v <- alpha v + (1 - alpha) g^2; p - lr g / (sqrt(v) + eps)."""
 
+    zero_state = ("v",)
+
     def __init__(self, learning_rate: Union[float, Callable], alpha: float = 0.99,
                  eps: float = 1e-8):
         super().__init__()
         self._maybe_schedule("learning_rate", learning_rate)
         self.alpha = alpha
         self.eps = eps
-        if self.alpha < 0.0:
-            raise ValueError(f"[RMSprop] alpha must be non-negative but is {self.alpha}")
+        self._require_non_negative(alpha=alpha)
         if self.eps <= 0.0:
             raise ValueError(f"[RMSprop] eps must be positive but is {self.eps}")
-
-    def init_single(self, parameter, state: dict):
-        state["v"] = mx.zeros_like(parameter)
 
     def apply_single(self, gradient, parameter, state: dict):
         lr = self.learning_rate.astype(gradient.dtype)
@@ -242,15 +251,13 @@ class RMSprop(Optimizer):
 class Adagrad(Optimizer):
     """v <- v + g^2; p - lr g / (sqrt(v) + eps)."""
 
+    zero_state = ("v",)
+
     def __init__(self, learning_rate: Union[float, Callable], eps: float = 1e-8):
         super().__init__()
         self._maybe_schedule("learning_rate", learning_rate)
         self.eps = eps
-        if self.eps < 0.0:
-            raise ValueError(f"[Adagrad] eps must be non-negative but is {self.eps}")
-
-    def init_single(self, parameter, state: dict):
-        state["v"] = mx.zeros_like(parameter)
+        self._require_non_negative(eps=eps)
 
     def apply_single(self, gradient, parameter, state: dict):
         lr = self.learning_rate.astype(gradient.dtype)
@@ -262,20 +269,15 @@ class Adagrad(Optimizer):
 class AdaDelta(Optimizer):
     """AdaDelta with decay ``rho``."""
 
+    zero_state = ("v", "u")
+
     def __init__(self, learning_rate: Union[float, Callable], rho: float = 0.9,
                  eps: float = 1e-6):
         super().__init__()
         self._maybe_schedule("learning_rate", learning_rate)
         self.rho = rho
         self.eps = eps
-        if self.rho < 0.0:
-            raise ValueError(f"[AdaDelta] rho must be non-negative but is {self.rho}")
-        if self.eps < 0.0:
-            raise ValueError(f"[AdaDelta] eps must be non-negative but is {self.eps}")
-
-    def init_single(self, parameter, state: dict):
-        state["v"] = mx.zeros_like(parameter)
-        state["u"] = mx.zeros_like(parameter)
+        self._require_non_negative(rho=rho, eps=eps)
 
     def apply_single(self, gradient, parameter, state: dict):
         lr = self.learning_rate.astype(gradient.dtype)
@@ -294,6 +296,8 @@ class AdaDelta(Optimizer):
 class Adam(Optimizer):
     """Adam, with optional bias correction."""
 
+    zero_state = ("m", "v")
+
     def __init__(self, learning_rate: Union[float, Callable], betas: List[float] = [0.9, 0.999],
                  eps: float = 1e-8, bias_correction: bool = False):
         super().__init__()
@@ -301,16 +305,11 @@ class Adam(Optimizer):
             if not 0.0 <= b < 1.0:
                 raise ValueError(f"[{type(self).__name__}] betas must be in [0, 1) but are "
                                  f"{list(betas)}")
-        if eps < 0.0:
-            raise ValueError(f"[{type(self).__name__}] eps must be non-negative but is {eps}")
+        self._require_non_negative(eps=eps)
         self._maybe_schedule("learning_rate", learning_rate)
         self.betas = betas
         self.eps = eps
         self.bias_correction = bias_correction
-
-    def init_single(self, parameter, state: dict):
-        state["m"] = mx.zeros_like(parameter)
-        state["v"] = mx.zeros_like(parameter)
 
     def apply_single(self, gradient, parameter, state: dict):
         lr = self.learning_rate.astype(gradient.dtype)
@@ -356,12 +355,6 @@ class Adamax(Adam):
     def __init__(self, learning_rate: Union[float, Callable], betas: List[float] = [0.9, 0.999],
                  eps: float = 1e-8):
         super().__init__(learning_rate, betas, eps)
-        if not 0.0 <= eps:
-            raise ValueError(f"[Adamax] eps must be non-negative but is {eps}")
-
-    def init_single(self, parameter, state: dict):
-        state["m"] = mx.zeros_like(parameter)
-        state["v"] = mx.zeros_like(parameter)
 
     def apply_single(self, gradient, parameter, state: dict):
         lr = self.learning_rate.astype(gradient.dtype)
@@ -379,15 +372,14 @@ class Adamax(Adam):
 class Lion(Optimizer):
     """c = b1 m + (1 - b1) g; m <- b2 m + (1 - b2) g; p (1 - lr wd) - lr sign(c)."""
 
+    zero_state = ("m",)
+
     def __init__(self, learning_rate: Union[float, Callable], betas: List[float] = [0.9, 0.99],
                  weight_decay: float = 0.0):
         super().__init__()
         self._maybe_schedule("learning_rate", learning_rate)
         self.betas = betas
         self.weight_decay = weight_decay
-
-    def init_single(self, parameter, state: dict):
-        state["m"] = mx.zeros_like(parameter)
 
     def apply_single(self, gradient, parameter, state: dict):
         lr = self.learning_rate.astype(gradient.dtype)
@@ -493,6 +485,8 @@ class Adafactor(Optimizer):
 class Muon(Optimizer):
     """Momentum whose update of matrices is orthogonalised by Newton-Schulz steps."""
 
+    zero_state = ("v",)
+
     def __init__(self, learning_rate: Union[float, Callable], momentum: float = 0.95,
                  weight_decay: float = 0.01, nesterov: bool = True, ns_steps: int = 5):
         super().__init__()
@@ -501,9 +495,6 @@ class Muon(Optimizer):
         self.weight_decay = weight_decay
         self.nesterov = nesterov
         self.ns_steps = ns_steps
-
-    def init_single(self, parameter, state: dict):
-        state["v"] = mx.zeros_like(parameter)
 
     def _zeropower_via_newtonschulz5(self, X, steps: int):
         a, b, c = (3.4445, -4.7750, 2.0315)

@@ -40,6 +40,26 @@
 #include <cuda/std/complex>
 #endif
 
+namespace tessera {
+
+// Calls f(TypeTag<T>{}) for the stored type T of dtype t when the functor Op
+// supports T's compute type (Note [Supported types]); otherwise throws the one
+// message of every backend: "[bitwise_and] is not defined for dtype float32".
+template <typename Op, typename F>
+void dispatch_supported(Dtype t, const char* name, F&& f) {
+  dispatch_all(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (Op::template supports<compute_t<T>>) {
+      f(tag);
+    } else {
+      throw std::invalid_argument(std::string("[") + name + "] is not defined for dtype " +
+                                  dtype_name(t));
+    }
+  });
+}
+
+}  // namespace tessera
+
 namespace tessera::scalar {
 
 namespace detail {

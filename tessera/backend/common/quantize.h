@@ -24,7 +24,10 @@
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
+
+#include "tessera/core/dispatch.h"
 
 #ifdef __CUDACC__
 #define TESSERA_QUANT_HD __host__ __device__ __forceinline__
@@ -129,6 +132,22 @@ TESSERA_QUANT_HD uint32_t affine_q(C w, C scale, C bias, int bits) {
   if (!(r > C(0))) return 0;  // also NaN
   const C top = static_cast<C>(max_q(bits));
   return r >= top ? max_q(bits) : static_cast<uint32_t>(r);
+}
+
+// Calls f(TypeTag<T>{}) for the element type T of a floating dtype, the
+// dtypes of weights, scales and activations; any other dtype reaching a
+// kernel is a bug (the op functions check).
+template <typename F>
+void dispatch_float(Dtype t, const char* op, F&& f) {
+  tessera::dispatch_all(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (tessera::is_float_v<T>) {
+      f(tag);
+    } else {
+      throw std::logic_error(std::string("[") + op + "] dtype " + dtype_name(t) +
+                             " reached the kernel (bug)");
+    }
+  });
 }
 
 }  // namespace tessera::quant

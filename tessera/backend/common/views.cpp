@@ -2,6 +2,10 @@
 
 #include <algorithm>
 
+#include "tessera/ops/primitives/copy.h"
+#include "tessera/ops/primitives/creation.h"
+#include "tessera/ops/primitives/shape.h"
+
 namespace tessera::views {
 
 namespace {
@@ -229,3 +233,19 @@ std::optional<TransposePlan> transpose_plan(const Shape& shape, const Strides& i
 }
 
 }  // namespace tessera::views
+
+namespace tessera {
+
+// The kernels of the view primitives (TESSERA_VIEW_PRIMITIVE), one for every
+// device.
+void Transpose::eval_view(const array& in, array& out) { views::transpose(in, out, axes_); }
+void Slice::eval_view(const array& in, array& out) { views::slice(in, out, start_, strides_); }
+void Diagonal::eval_view(const array& in, array& out) {
+  views::diagonal(in, out, offset_, axis1_, axis2_);
+}
+void Broadcast::eval_view(const array& in, array& out) { views::broadcast(in, out); }
+void AsStrided::eval_view(const array& in, array& out) {
+  views::as_strided(in, out, strides_, offset_);
+}
+
+}  // namespace tessera

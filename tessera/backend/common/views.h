@@ -1,9 +1,10 @@
 // Views shared by every backend: the primitives whose kernels only compute a
 // new shape, strides and offset over the input's buffer (see Note [Strides and
-// flags]). Both eval_cpu and eval_gpu call these; nothing here touches data.
+// flags]). The view primitives' one kernel (eval_view, TESSERA_VIEW_PRIMITIVE)
+// and the other kernels of both backends call these; nothing here touches data.
 //
-//   void Transpose::eval_gpu(const std::vector<array>& inputs, array& out) {
-//     views::transpose(inputs[0], out, axes_);
+//   void Transpose::eval_view(const array& in, array& out) {
+//     views::transpose(in, out, axes_);
 //   }
 #pragma once
 

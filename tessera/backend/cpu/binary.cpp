@@ -158,20 +158,14 @@ void binary_typed(const array& a, const array& b, array& out, const Op& op, bool
 
 // Dispatches once on the (common) input dtype; see Note [Supported types].
 template <typename Op>
-void binary_op(const array& a, const array& b, array& out, const Op& op, const char* name,
+void binary_op(const array& a, const array& b, array& out, const Op& op, const Primitive& p,
                bool donate = true) {
   if (out.size() == 0) {
     out.set_data(allocator::malloc(0));
     return;
   }
-  tessera::dispatch_all(a.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (Op::template supports<tessera::compute_t<T>>) {
-      binary_typed<Op, T>(a, b, out, op, donate);
-    } else {
-      throw std::invalid_argument(std::string("[") + name + "] is not defined for dtype " +
-                                  dtype_name(a.dtype()));
-    }
+  dispatch_supported<Op>(a.dtype(), p.name(), [&](auto tag) {
+    binary_typed<Op, typename decltype(tag)::type>(a, b, out, op, donate);
   });
 }
 
@@ -221,37 +215,9 @@ void select_typed(const array& c, const array& x, const array& y, array& out) {
 
 }  // namespace
 
-#define TESSERA_BINARY_EVAL(NAME)                                      \
-  void NAME::eval_cpu(const std::vector<array>& inputs, array& out) {  \
-    binary_op(inputs[0], inputs[1], out, scalar::NAME{}, name());         \
-  }
-
-#define TESSERA_EVAL_ROW(NAME, FN, RULE) TESSERA_BINARY_EVAL(NAME)
-TESSERA_BINARY_OPS(TESSERA_EVAL_ROW)
-#undef TESSERA_EVAL_ROW
-#undef TESSERA_BINARY_EVAL
-
-void Equal::eval_cpu(const std::vector<array>& inputs, array& out) {
-  if (equal_nan_) {
-    binary_op(inputs[0], inputs[1], out, scalar::EqualNan{}, name());
-  } else {
-    binary_op(inputs[0], inputs[1], out, scalar::Equal{}, name());
-  }
-}
-
-void IsClose::eval_cpu(const std::vector<array>& inputs, array& out) {
-  scalar::IsClose op;
-  op.rtol = rtol_;
-  op.atol = atol_;
-  op.equal_nan = equal_nan_;
-  binary_op(inputs[0], inputs[1], out, op, name());
-}
-
-void DivMod::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
-  // The quotient must not take an input's buffer: the remainder still reads it.
-  binary_op(inputs[0], inputs[1], outputs[0], scalar::FloorDivide{}, name(), /*donate=*/false);
-  binary_op(inputs[0], inputs[1], outputs[1], scalar::Remainder{}, name());
-}
+#define TESSERA_EVAL eval_cpu
+#include "tessera/backend/common/binary_eval.inc"
+#undef TESSERA_EVAL
 
 void Select::eval_cpu(const std::vector<array>& inputs, array& out) {
   if (out.size() == 0) {

@@ -28,10 +28,6 @@ void Copy::eval_cpu(const std::vector<array>& inputs, array& out) {
   cpu::copy_to_row_contiguous(inputs[0], out);
 }
 
-void Broadcast::eval_cpu(const std::vector<array>& inputs, array& out) {
-  views::broadcast(inputs[0], out);
-}
-
 void Contiguous::eval_cpu(const std::vector<array>& inputs, array& out) {
   const array& in = inputs[0];
   if (in.flags().row_contiguous || (allow_col_major_ && in.flags().col_contiguous)) {

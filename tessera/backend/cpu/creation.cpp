@@ -112,8 +112,4 @@ void View::eval_cpu(const std::vector<array>& inputs, array& out) {
   views::reinterpret(dense, out);
 }
 
-void AsStrided::eval_cpu(const std::vector<array>& inputs, array& out) {
-  views::as_strided(inputs[0], out, strides_, offset_);
-}
-
 }  // namespace tessera

@@ -26,19 +26,7 @@ namespace {
 // dequantized tile and BLAS.
 constexpr int kSmallM = 2;
 
-// Calls f(TypeTag<T>{}) for a floating dtype.
-template <typename F>
-void dispatch_float(Dtype t, const char* op, F&& f) {
-  tessera::dispatch_all(t, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (tessera::is_float_v<T>) {
-      f(tag);
-    } else {
-      throw std::logic_error(std::string("[") + op + "] dtype " + dtype_name(t) +
-                             " reached the kernel (bug)");
-    }
-  });
-}
+using quant::dispatch_float;
 
 void allocate(array& a) { a.set_data(allocator::malloc(a.nbytes())); }
 

@@ -178,35 +178,35 @@ struct OpTypes {
   using Total = Total_;
 };
 
-template <typename T, typename O = sum_out_t<T>>
-struct SumOp : OpTypes<T, O, sum_acc_t<O>> {
-  static constexpr bool kAdds = true;
-  using Acc = sum_acc_t<O>;
-  static Acc init() { return Acc(0); }
-  static Acc step(Acc a, T x) { return a + to_acc<Acc>(x); }
-  template <typename V>
-  static V merge(V a, V b) { return a + b; }
-  template <typename V>
-  static O finish(V t, int64_t) { return to_out<O>(t); }
-};
-
 // Mean: float32 lanes for 16/32-bit floats, float64 otherwise.
 template <typename T>
 using mean_acc_t =
     std::conditional_t<is_complex_v<T>, complex64_t,
                        std::conditional_t<std::is_same_v<compute_t<T>, float>, float, double>>;
 
-template <typename T, typename O = mean_out_t<T>>
-struct MeanOp : OpTypes<T, O, mean_acc_t<T>> {
+// A sum in Acc; with IsMean, divided by the count at the end.
+template <typename T, typename O, typename Acc_, bool IsMean>
+struct AddOp : OpTypes<T, O, Acc_> {
   static constexpr bool kAdds = true;
-  using Acc = mean_acc_t<T>;
+  using Acc = Acc_;
   static Acc init() { return Acc(0); }
   static Acc step(Acc a, T x) { return a + to_acc<Acc>(x); }
   template <typename V>
   static V merge(V a, V b) { return a + b; }
   template <typename V>
-  static O finish(V t, int64_t n) { return to_out<O>(t / static_cast<double>(n)); }
+  static O finish(V t, int64_t n) {
+    if constexpr (IsMean) {
+      return to_out<O>(t / static_cast<double>(n));
+    } else {
+      return to_out<O>(t);
+    }
+  }
 };
+
+template <typename T, typename O = sum_out_t<T>>
+using SumOp = AddOp<T, O, sum_acc_t<O>, false>;
+template <typename T, typename O = mean_out_t<T>>
+using MeanOp = AddOp<T, O, mean_acc_t<T>, true>;
 
 template <typename T, typename O = sum_out_t<T>>
 struct ProdOp : OpTypes<T, O, sum_acc_t<O>> {
@@ -266,10 +266,9 @@ struct LogicalOp : OpTypes<T, bool, bool, bool> {
 
 // ---- kernels -------------------------------------------------------------------
 
-// Sum of n contiguous floats or doubles in independent lanes.
-template <typename C>
-TESSERA_SIMD_CLONES C sum_contiguous(const C* x, int64_t n) {
-  constexpr int L = 32;
+// Sum of n contiguous floats or doubles in L independent lanes (vectorisable).
+template <int L, typename C>
+inline C lane_sum(const C* x, int64_t n) {
   C lanes[L] = {};
   int64_t i = 0;
   for (; i + L <= n; i += L) {
@@ -279,6 +278,11 @@ TESSERA_SIMD_CLONES C sum_contiguous(const C* x, int64_t n) {
   for (; i < n; ++i) a += x[i];
   for (int k = 0; k < L; ++k) a += lanes[k];
   return a;
+}
+
+template <typename C>
+TESSERA_SIMD_CLONES C sum_contiguous(const C* x, int64_t n) {
+  return lane_sum<32>(x, n);
 }
 
 template <typename Op>
@@ -791,19 +795,6 @@ compute_t<T> row_max(const T* x, int64_t n) {
   return m;
 }
 
-template <typename C>
-C lane_sum(const C* e, int64_t n) {
-  C lanes[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int k = 0; k < kLanes; ++k) lanes[k] += e[i + k];
-  }
-  C s = 0;
-  for (; i < n; ++i) s += e[i];
-  for (int k = 0; k < kLanes; ++k) s += lanes[k];
-  return s;
-}
-
 // Hot leaf loops are compiled for AVX-512 and AVX2 too, chosen at load time.
 
 // The float32 row loops of softmax: e = exp(x - m), returns sum(e); y = e * inv.
@@ -843,7 +834,7 @@ double row_exp_sum(const T* x, int64_t n, compute_t<T> m, compute_t<T>* e) {
     const T* xb = x + b;
     C* eb = e ? e + b : buf;
     for (int64_t i = 0; i < len; ++i) eb[i] = exp_c(static_cast<C>(xb[i]) - m);
-    total += lane_sum(eb, len);
+    total += lane_sum<kLanes>(eb, len);
   }
   return total;
 }

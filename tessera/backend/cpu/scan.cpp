@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "tessera/backend/common/axis_plan.h"
+#include "tessera/backend/common/scan_ops.h"
 #include "tessera/core/dispatch.h"
 #include "tessera/backend/common/strided.h"
 #include "tessera/backend/cpu/threading.h"
@@ -28,72 +29,6 @@ using namespace cpu;
 
 constexpr int64_t kParallelWork = 1 << 15;  // elements below which a scan runs inline
 constexpr int64_t kColumnBlock = 256;       // rows a column sweep advances at once
-
-// Accumulator type: float for 16-bit floats; the unsigned type for signed
-// integers, so that sums and products wrap without undefined behaviour.
-template <typename T>
-using scan_acc_t = std::conditional_t<
-    is_integral_v<T> && std::is_signed_v<T>, std::make_unsigned_t<std::conditional_t<is_integral_v<T>, T, int>>,
-    compute_t<T>>;
-
-template <typename T>
-struct SumOp {
-  using A = scan_acc_t<T>;
-  static A init() { return A(0); }
-  static A step(A a, A x) {
-    if constexpr (std::is_same_v<T, bool>) {
-      return a || x;
-    } else {
-      return a + x;
-    }
-  }
-};
-
-template <typename T>
-struct ProdOp {
-  using A = scan_acc_t<T>;
-  static A init() { return A(1); }
-  static A step(A a, A x) {
-    if constexpr (std::is_same_v<T, bool>) {
-      return a && x;
-    } else {
-      return a * x;
-    }
-  }
-};
-
-template <typename T, bool IsMax>
-struct ExtremumOp {
-  using A = compute_t<T>;
-  static A init() {
-    if constexpr (std::numeric_limits<A>::has_infinity) {
-      return IsMax ? -std::numeric_limits<A>::infinity() : std::numeric_limits<A>::infinity();
-    } else {
-      return IsMax ? std::numeric_limits<A>::lowest() : std::numeric_limits<A>::max();
-    }
-  }
-  static A step(A a, A x) {
-    if constexpr (std::is_floating_point_v<A>) {
-      if (a != a) return a;
-      return ((IsMax ? x > a : x < a) || x != x) ? x : a;
-    } else {
-      return (IsMax ? x > a : x < a) ? x : a;
-    }
-  }
-};
-
-template <typename T>
-struct LogAddExpOp {
-  using A = compute_t<T>;
-  static A init() { return -std::numeric_limits<A>::infinity(); }
-  static A step(A a, A x) {
-    if (a != a || x != x) return a != a ? a : x;
-    if (a == x) return a + static_cast<A>(0.6931471805599453);  // also +-inf
-    A m = a > x ? a : x;
-    A d = a > x ? x - a : a - x;
-    return m + std::log1p(std::exp(d));
-  }
-};
 
 template <typename T, typename A>
 inline A load(T x) {
@@ -263,24 +198,8 @@ void Scan::eval_cpu(const std::vector<array>& inputs, array& out) {
     using T = typename decltype(tag)::type;
     const T* x = in.data<T>();
     T* y = out.data<T>();
-    switch (type_) {
-      case Sum: return run_scan<SumOp<T>>(x, y, p, reverse_, inclusive_);
-      case Prod: return run_scan<ProdOp<T>>(x, y, p, reverse_, inclusive_);
-      case Max:
-      case Min:
-      case LogAddExp:
-        if constexpr (is_complex_v<T>) {
-          throw std::logic_error("[Scan] complex input reached a max/min/logaddexp scan (bug)");
-        } else if constexpr (!is_float_v<T>) {
-          if (type_ == LogAddExp) throw std::logic_error("[Scan] integer logaddexp scan (bug)");
-          if (type_ == Max) return run_scan<ExtremumOp<T, true>>(x, y, p, reverse_, inclusive_);
-          return run_scan<ExtremumOp<T, false>>(x, y, p, reverse_, inclusive_);
-        } else {
-          if (type_ == Max) return run_scan<ExtremumOp<T, true>>(x, y, p, reverse_, inclusive_);
-          if (type_ == Min) return run_scan<ExtremumOp<T, false>>(x, y, p, reverse_, inclusive_);
-          return run_scan<LogAddExpOp<T>>(x, y, p, reverse_, inclusive_);
-        }
-    }
+    scan_ops::visit_scan_op<T, compute_t<T>>(
+        type_, [&](auto op) { run_scan<decltype(op)>(x, y, p, reverse_, inclusive_); });
   });
 }
 

@@ -50,14 +50,6 @@ void slice_update_cpu(const array& src, const array& update, array& out, const S
 
 }  // namespace
 
-void Transpose::eval_cpu(const std::vector<array>& inputs, array& out) {
-  views::transpose(inputs[0], out, axes_);
-}
-
-void Slice::eval_cpu(const std::vector<array>& inputs, array& out) {
-  views::slice(inputs[0], out, start_, strides_);
-}
-
 void Reshape::eval_cpu(const std::vector<array>& inputs, array& out) {
   if (!views::reshape(inputs[0], out)) views::reshape(cpu::ensure_row_contiguous(inputs[0]), out);
 }
@@ -116,10 +108,6 @@ void Pad::eval_cpu(const std::vector<array>& inputs, array& out) {
     array to = view_of(out, c.shape, strides, c.dst_offset);
     cpu::copy_into(from, to);
   }
-}
-
-void Diagonal::eval_cpu(const std::vector<array>& inputs, array& out) {
-  views::diagonal(inputs[0], out, offset_, axis1_, axis2_);
 }
 
 }  // namespace tessera

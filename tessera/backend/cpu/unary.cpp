@@ -80,51 +80,20 @@ void unary_typed(const array& in, array& out, const Op& op) {
 
 // Dispatches once on the input dtype; see Note [Supported types].
 template <typename Op>
-void unary_op(const array& in, array& out, const Op& op, const char* name) {
+void unary_op(const array& in, array& out, const Op& op, const Primitive& p) {
   if (out.size() == 0) {
     out.set_data(allocator::malloc(0));
     return;
   }
-  tessera::dispatch_all(in.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (Op::template supports<tessera::compute_t<T>>) {
-      unary_typed<Op, T>(in, out, op);
-    } else {
-      throw std::invalid_argument(std::string("[") + name + "] is not defined for dtype " +
-                                  dtype_name(in.dtype()));
-    }
+  dispatch_supported<Op>(in.dtype(), p.name(), [&](auto tag) {
+    unary_typed<Op, typename decltype(tag)::type>(in, out, op);
   });
 }
 
 }  // namespace
 
-#define TESSERA_UNARY_EVAL(NAME)                                              \
-  void NAME::eval_cpu(const std::vector<array>& inputs, array& out) {         \
-    unary_op(inputs[0], out, scalar::NAME{}, name());                            \
-  }
-
-#define TESSERA_EVAL_ROW(NAME, FN, RULE) TESSERA_UNARY_EVAL(NAME)
-TESSERA_UNARY_OPS(TESSERA_EVAL_ROW)
-#undef TESSERA_EVAL_ROW
-#undef TESSERA_UNARY_EVAL
-
-void Round::eval_cpu(const std::vector<array>& inputs, array& out) {
-  scalar::Round op;
-  op.decimals = decimals_;
-  unary_op(inputs[0], out, op, name());
-}
-
-void NanToNum::eval_cpu(const std::vector<array>& inputs, array& out) {
-  finfo info(out.dtype());
-  scalar::NanToNum op;
-  op.nan = nan_;
-  op.posinf = posinf_ ? double(*posinf_) : info.max;
-  op.neginf = neginf_ ? double(*neginf_) : info.min;
-  unary_op(inputs[0], out, op, name());
-}
-
-void StopGradient::eval_cpu(const std::vector<array>& inputs, array& out) {
-  out.copy_shared_buffer(inputs[0]);
-}
+#define TESSERA_EVAL eval_cpu
+#include "tessera/backend/common/unary_eval.inc"
+#undef TESSERA_EVAL
 
 }  // namespace tessera

@@ -344,19 +344,16 @@ void binary_typed(const array& a, const array& b, array& out, const Op& op, cons
 // Dispatches once on the (common) input dtype; see Note [Supported types] in
 // backend/common/elementwise.h.
 template <typename Op>
-void binary_op(const array& a, const array& b, array& out, const Op& op, const char* name,
-               const Stream& s, bool donate = true) {
+void binary_op(const array& a, const array& b, array& out, const Op& op, const Primitive& p,
+               bool donate = true) {
+  const char* name = p.name();
+  const Stream& s = p.stream();
   if (out.size() == 0) {
     gpu::allocate_output(out, s);
     return;
   }
-  tessera::dispatch_all(a.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (Op::template supports<tessera::compute_t<T>>) {
-      binary_typed<Op, T>(a, b, out, op, name, donate, s);
-    } else {
-      gpu::throw_unsupported(name, a.dtype());
-    }
+  dispatch_supported<Op>(a.dtype(), name, [&](auto tag) {
+    binary_typed<Op, typename decltype(tag)::type>(a, b, out, op, name, donate, s);
   });
 }
 
@@ -485,38 +482,9 @@ __global__ void __launch_bounds__(kBlock)
 
 }  // namespace
 
-#define TESSERA_BINARY_EVAL_GPU(NAME)                                          \
-  void NAME::eval_gpu(const std::vector<array>& inputs, array& out) {          \
-    binary_op(inputs[0], inputs[1], out, scalar::NAME{}, name(), stream());       \
-  }
-
-#define TESSERA_EVAL_ROW(NAME, FN, RULE) TESSERA_BINARY_EVAL_GPU(NAME)
-TESSERA_BINARY_OPS(TESSERA_EVAL_ROW)
-#undef TESSERA_EVAL_ROW
-#undef TESSERA_BINARY_EVAL_GPU
-
-void Equal::eval_gpu(const std::vector<array>& inputs, array& out) {
-  if (equal_nan_) {
-    binary_op(inputs[0], inputs[1], out, scalar::EqualNan{}, name(), stream());
-  } else {
-    binary_op(inputs[0], inputs[1], out, scalar::Equal{}, name(), stream());
-  }
-}
-
-void IsClose::eval_gpu(const std::vector<array>& inputs, array& out) {
-  scalar::IsClose op;
-  op.rtol = rtol_;
-  op.atol = atol_;
-  op.equal_nan = equal_nan_;
-  binary_op(inputs[0], inputs[1], out, op, name(), stream());
-}
-
-void DivMod::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
-  // The quotient must not take an input's buffer: the remainder still reads it.
-  binary_op(inputs[0], inputs[1], outputs[0], scalar::FloorDivide{}, name(), stream(),
-            /*donate=*/false);
-  binary_op(inputs[0], inputs[1], outputs[1], scalar::Remainder{}, name(), stream());
-}
+#define TESSERA_EVAL eval_gpu
+#include "tessera/backend/common/binary_eval.inc"
+#undef TESSERA_EVAL
 
 void Select::eval_gpu(const std::vector<array>& inputs, array& out) {
   if (out.size() == 0) {

@@ -308,10 +308,6 @@ void Copy::eval_gpu(const std::vector<array>& inputs, array& out) {
   gpu::copy_gpu_to_row_contiguous(inputs[0], out, stream(), "Copy");
 }
 
-void Broadcast::eval_gpu(const std::vector<array>& inputs, array& out) {
-  views::broadcast(inputs[0], out);
-}
-
 void Contiguous::eval_gpu(const std::vector<array>& inputs, array& out) {
   const array& in = inputs[0];
   if (in.flags().row_contiguous || (allow_col_major_ && in.flags().col_contiguous)) {

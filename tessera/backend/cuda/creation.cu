@@ -161,8 +161,4 @@ void View::eval_gpu(const std::vector<array>& inputs, array& out) {
   views::reinterpret(dense, out);
 }
 
-void AsStrided::eval_gpu(const std::vector<array>& inputs, array& out) {
-  views::as_strided(inputs[0], out, strides_, offset_);
-}
-
 }  // namespace tessera

@@ -172,11 +172,6 @@ T* allocate_like(array& out, const array& like, const Stream& s) {
       allocate_output(out, s, like.data_size(), like.strides(), like.flags()));
 }
 
-[[noreturn]] inline void throw_unsupported(const char* op, Dtype t) {
-  throw std::invalid_argument(std::string("[") + op + "] is not defined for dtype " +
-                              dtype_name(t));
-}
-
 // A binary functor on two stored elements, its result stored as Out.
 template <typename Out, typename Op, typename In>
 __device__ __forceinline__ Out apply(const Op& op, In a, In b) {

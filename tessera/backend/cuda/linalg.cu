@@ -256,6 +256,24 @@ void factor_lu(Session& ss, void* a, Dtype t, int64_t batches, int64_t m, int64_
   ws.finish(ss.stream);
 }
 
+// Solves each of the batches of n x n systems whose matrices lu holds
+// (column-major; LU-factored in place) for the n x k right-hand sides of rhs
+// (column-major, overwritten by the solutions); trans applies to the matrices.
+// info holds 2 * batches entries: getrf's, then getrs's.
+void lu_solve(void* lu, void* rhs, Dtype t, int64_t batches, int64_t n, int64_t k,
+              cublasOperation_t trans, int* info, const Stream& s, const char* op) {
+  const cudaDataType dt = cuda_type(t, op);
+  auto* ipiv = static_cast<int64_t*>(gpu::scratch(batches * n * 8, s));
+  Session ss(s, op);
+  factor_lu(ss, lu, t, batches, n, n, ipiv, info, s);
+  for (int64_t b = 0; b < batches; ++b) {
+    TESSERA_CUSOLVER_CHECK(
+        op, cusolverDnXgetrs(ss.h(), ss.p(), trans, n, k, dt,
+                             static_cast<char*>(lu) + b * n * n * t.size, n, ipiv + b * n, dt,
+                             static_cast<char*>(rhs) + b * n * k * t.size, n, info + batches + b));
+  }
+}
+
 }  // namespace
 
 // ---- LUF
@@ -308,7 +326,6 @@ void Solve::eval_gpu(const std::vector<array>& inputs, array& out) {
   void* x = gpu::allocate_output(out, s);
   if (out.size() == 0 || n == 0) return;
   const Dtype t = out.dtype();
-  const cudaDataType dt = cuda_type(t, op);
   // The buffer is A^T column-major: factor A^T, solve with its transpose.
   void* lu = dense_copy(a, s, op);
   void* rhs = k == 1 ? x : gpu::scratch(out.nbytes(), s);
@@ -319,18 +336,8 @@ void Solve::eval_gpu(const std::vector<array>& inputs, array& out) {
     void* dense_b = dense_copy(b, s, op);
     to_col_major(dense_b, rhs, batches, n, k, t, s, op);
   }
-  auto* ipiv = static_cast<int64_t*>(gpu::scratch(batches * n * 8, s));
   auto* info = static_cast<int*>(gpu::scratch(2 * batches * sizeof(int), s));
-  {
-    Session ss(s, op);
-    factor_lu(ss, lu, t, batches, n, n, ipiv, info, s);
-    for (int64_t i = 0; i < batches; ++i) {
-      TESSERA_CUSOLVER_CHECK(
-          op, cusolverDnXgetrs(ss.h(), ss.p(), CUBLAS_OP_T, n, k, dt,
-                               static_cast<char*>(lu) + i * n * n * t.size, n, ipiv + i * n, dt,
-                               static_cast<char*>(rhs) + i * n * k * t.size, n, info + batches + i));
-    }
-  }
+  lu_solve(lu, rhs, t, batches, n, k, CUBLAS_OP_T, info, s, op);
   check_info(info, batches, gpu::cuda_stream(s), op, singular);
   if (k != 1) from_col_major(rhs, n, n * k, x, batches, n, k, t, s, op);
 }
@@ -378,17 +385,7 @@ void Inverse::eval_gpu(const std::vector<array>& inputs, array& out) {
   void* lu = dense_copy(inputs[0], s, op);
   void* x = gpu::allocate_output(out, s);
   fill_identity(x, t, batches, n, s, op);
-  auto* ipiv = static_cast<int64_t*>(gpu::scratch(batches * n * 8, s));
-  {
-    Session ss(s, op);
-    factor_lu(ss, lu, t, batches, n, n, ipiv, info, s);
-    for (int64_t b = 0; b < batches; ++b) {
-      TESSERA_CUSOLVER_CHECK(
-          op, cusolverDnXgetrs(ss.h(), ss.p(), CUBLAS_OP_N, n, n, dt,
-                               static_cast<char*>(lu) + b * n * n * t.size, n, ipiv + b * n, dt,
-                               static_cast<char*>(x) + b * n * n * t.size, n, info + batches + b));
-    }
-  }
+  lu_solve(lu, x, t, batches, n, n, CUBLAS_OP_N, info, s, op);
   check_info(info, batches, gpu::cuda_stream(s), op, singular);
 }
 

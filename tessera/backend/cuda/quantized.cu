@@ -39,17 +39,11 @@ array dense(const array& a, const Stream& s, const char* op) {
   return d;
 }
 
-// Calls f(TypeTag<T>{}) for the device type T of a floating dtype.
+// quant::dispatch_float with the device type of the element type.
 template <typename F>
 void dispatch_float(Dtype t, const char* op, F&& f) {
-  dispatch_device(t, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (gpu::is_float_v<T>) {
-      f(tag);
-    } else {
-      throw std::logic_error(std::string("[") + op + "] dtype " + dtype_name(t) +
-                             " reached the kernel (bug)");
-    }
+  quant::dispatch_float(t, op, [&](auto tag) {
+    f(tessera::TypeTag<device_t<typename decltype(tag)::type>>{});
   });
 }
 

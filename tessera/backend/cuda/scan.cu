@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "tessera/backend/common/axis_plan.h"
+#include "tessera/backend/common/scan_ops.h"
 #include "tessera/backend/cuda/reduce.cuh"
 #include "tessera/ops/primitives/scan.h"
 
@@ -29,91 +30,6 @@ using namespace gpu;
 
 constexpr int kThreads = 256;
 constexpr int kItems = 4;
-
-template <typename T>
-inline constexpr bool is_signed_int_v =
-    std::is_integral_v<T> && std::is_signed_v<T> && !std::is_same_v<T, bool>;
-template <typename T>
-using scan_acc_t = std::conditional_t<is_signed_int_v<T>,
-                                      std::make_unsigned_t<std::conditional_t<is_signed_int_v<T>, T, int>>,
-                                      dev_compute_t<T>>;
-
-template <typename T_>
-struct SumOp {
-  using T = T_;
-  using A = scan_acc_t<T>;
-  __device__ static A init() {
-    if constexpr (std::is_same_v<A, c64>) {
-      return c64{0.0f, 0.0f};
-    } else {
-      return A(0);
-    }
-  }
-  __device__ static A step(A a, A x) {
-    if constexpr (std::is_same_v<A, bool>) {
-      return a || x;
-    } else {
-      return a + x;
-    }
-  }
-};
-
-template <typename T_>
-struct ProdOp {
-  using T = T_;
-  using A = scan_acc_t<T>;
-  __device__ static A init() {
-    if constexpr (std::is_same_v<A, c64>) {
-      return c64{1.0f, 0.0f};
-    } else {
-      return A(1);
-    }
-  }
-  __device__ static A step(A a, A x) {
-    if constexpr (std::is_same_v<A, bool>) {
-      return a && x;
-    } else {
-      return a * x;
-    }
-  }
-};
-
-template <typename T_, bool IsMax>
-struct ExtremumOp {
-  using T = T_;
-  using A = dev_compute_t<T>;
-  __device__ static A init() {
-    if constexpr (std::numeric_limits<A>::has_infinity) {
-      return IsMax ? -std::numeric_limits<A>::infinity() : std::numeric_limits<A>::infinity();
-    } else {
-      return IsMax ? std::numeric_limits<A>::lowest() : std::numeric_limits<A>::max();
-    }
-  }
-  __device__ static A step(A a, A x) {
-    if constexpr (std::is_floating_point_v<A>) {
-      if (a != a) return a;
-      return ((IsMax ? x > a : x < a) || x != x) ? x : a;
-    } else {
-      return (IsMax ? x > a : x < a) ? x : a;
-    }
-  }
-};
-
-template <typename T_>
-struct LogAddExpOp {
-  using T = T_;
-  using A = dev_compute_t<T>;
-  __device__ static A init() { return -std::numeric_limits<A>::infinity(); }
-  __device__ static A step(A a, A x) {
-    if (a != a || x != x) return a != a ? a : x;
-    if (a == x) return a + static_cast<A>(0.6931471805599453);
-    A m = a > x ? a : x;
-    A d = a > x ? x - a : a - x;
-    return m + log1p_(exp_(d));
-  }
-  __device__ static float log1p_(float v) { return log1pf(v); }
-  __device__ static double log1p_(double v) { return log1p(v); }
-};
 
 template <typename Op>
 __device__ __forceinline__ typename Op::A load(const typename Op::T* x, int64_t loc) {
@@ -238,24 +154,8 @@ void Scan::eval_gpu(const std::vector<array>& inputs, array& out) {
   const void* x = device_ptr(in, s);
   dispatch_device(in.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    switch (type_) {
-      case Sum: return run_scan<SumOp<T>>(x, y, p, reverse_, inclusive_, s);
-      case Prod: return run_scan<ProdOp<T>>(x, y, p, reverse_, inclusive_, s);
-      case Max:
-      case Min:
-      case LogAddExp:
-        if constexpr (std::is_same_v<T, c64>) {
-          throw std::logic_error("[Scan] complex input reached a max/min/logaddexp scan (bug)");
-        } else if constexpr (!gpu::is_float_v<T>) {
-          if (type_ == LogAddExp) throw std::logic_error("[Scan] integer logaddexp scan (bug)");
-          if (type_ == Max) return run_scan<ExtremumOp<T, true>>(x, y, p, reverse_, inclusive_, s);
-          return run_scan<ExtremumOp<T, false>>(x, y, p, reverse_, inclusive_, s);
-        } else {
-          if (type_ == Max) return run_scan<ExtremumOp<T, true>>(x, y, p, reverse_, inclusive_, s);
-          if (type_ == Min) return run_scan<ExtremumOp<T, false>>(x, y, p, reverse_, inclusive_, s);
-          return run_scan<LogAddExpOp<T>>(x, y, p, reverse_, inclusive_, s);
-        }
-    }
+    scan_ops::visit_scan_op<T, dev_compute_t<T>>(
+        type_, [&](auto op) { run_scan<decltype(op)>(x, y, p, reverse_, inclusive_, s); });
   });
 }
 

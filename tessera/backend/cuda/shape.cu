@@ -105,14 +105,6 @@ void slice_update_gpu(const array& src, const array& update, array& out, const S
 
 }  // namespace
 
-void Transpose::eval_gpu(const std::vector<array>& inputs, array& out) {
-  views::transpose(inputs[0], out, axes_);
-}
-
-void Slice::eval_gpu(const std::vector<array>& inputs, array& out) {
-  views::slice(inputs[0], out, start_, strides_);
-}
-
 void Reshape::eval_gpu(const std::vector<array>& inputs, array& out) {
   if (!views::reshape(inputs[0], out)) {
     gpu::copy_gpu_to_row_contiguous(inputs[0], out, stream(), "Reshape");
@@ -178,10 +170,6 @@ void Pad::eval_gpu(const std::vector<array>& inputs, array& out) {
     gpu::copy_gpu(c.shape, at(src_base, c.src_offset, src), src.dtype(), c.src_strides,
                   at(base, c.dst_offset, out), t, strides, s, "Pad");
   }
-}
-
-void Diagonal::eval_gpu(const std::vector<array>& inputs, array& out) {
-  views::diagonal(inputs[0], out, offset_, axis1_, axis2_);
 }
 
 }  // namespace tessera

@@ -145,50 +145,22 @@ void unary_typed(const array& in, array& out, const Op& op, const char* name, co
 // Dispatches once on the input dtype; see Note [Supported types] in
 // backend/common/elementwise.h.
 template <typename Op>
-void unary_op(const array& in, array& out, const Op& op, const char* name, const Stream& s) {
+void unary_op(const array& in, array& out, const Op& op, const Primitive& p) {
+  const char* name = p.name();
+  const Stream& s = p.stream();
   if (out.size() == 0) {
     gpu::allocate_output(out, s);
     return;
   }
-  tessera::dispatch_all(in.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (Op::template supports<tessera::compute_t<T>>) {
-      unary_typed<Op, T>(in, out, op, name, s);
-    } else {
-      gpu::throw_unsupported(name, in.dtype());
-    }
+  dispatch_supported<Op>(in.dtype(), name, [&](auto tag) {
+    unary_typed<Op, typename decltype(tag)::type>(in, out, op, name, s);
   });
 }
 
 }  // namespace
 
-#define TESSERA_UNARY_EVAL_GPU(NAME)                                  \
-  void NAME::eval_gpu(const std::vector<array>& inputs, array& out) { \
-    unary_op(inputs[0], out, scalar::NAME{}, name(), stream());          \
-  }
-
-#define TESSERA_EVAL_ROW(NAME, FN, RULE) TESSERA_UNARY_EVAL_GPU(NAME)
-TESSERA_UNARY_OPS(TESSERA_EVAL_ROW)
-#undef TESSERA_EVAL_ROW
-#undef TESSERA_UNARY_EVAL_GPU
-
-void Round::eval_gpu(const std::vector<array>& inputs, array& out) {
-  scalar::Round op;
-  op.decimals = decimals_;
-  unary_op(inputs[0], out, op, name(), stream());
-}
-
-void NanToNum::eval_gpu(const std::vector<array>& inputs, array& out) {
-  finfo info(out.dtype());
-  scalar::NanToNum op;
-  op.nan = nan_;
-  op.posinf = posinf_ ? double(*posinf_) : info.max;
-  op.neginf = neginf_ ? double(*neginf_) : info.min;
-  unary_op(inputs[0], out, op, name(), stream());
-}
-
-void StopGradient::eval_gpu(const std::vector<array>& inputs, array& out) {
-  out.copy_shared_buffer(inputs[0]);
-}
+#define TESSERA_EVAL eval_gpu
+#include "tessera/backend/common/unary_eval.inc"
+#undef TESSERA_EVAL
 
 }  // namespace tessera

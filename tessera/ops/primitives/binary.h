@@ -33,11 +33,7 @@ TESSERA_ELEMENTWISE_PRIMITIVE(AllTrue)
 class Equal : public UnaryPrimitive {
  public:
   Equal(Stream s, bool equal_nan) : UnaryPrimitive(s), equal_nan_(equal_nan) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_TRANSFORM_RULES
-  TESSERA_PRIMITIVE_NAME(Equal)
-  bool is_equivalent(const Primitive& other) const override;
+  TESSERA_PRIMITIVE(Equal, equal_nan_)
 
  private:
   bool equal_nan_;
@@ -48,11 +44,7 @@ class IsClose : public UnaryPrimitive {
  public:
   IsClose(Stream s, double rtol, double atol, bool equal_nan)
       : UnaryPrimitive(s), rtol_(rtol), atol_(atol), equal_nan_(equal_nan) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_TRANSFORM_RULES
-  TESSERA_PRIMITIVE_NAME(IsClose)
-  bool is_equivalent(const Primitive& other) const override;
+  TESSERA_PRIMITIVE(IsClose, rtol_, atol_, equal_nan_)
 
  private:
   double rtol_, atol_;
@@ -63,11 +55,7 @@ class IsClose : public UnaryPrimitive {
 class DivMod : public Primitive {
  public:
   using Primitive::Primitive;
-  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
-  TESSERA_EVAL_GPU_MULTI
-  TESSERA_TRANSFORM_RULES
-  TESSERA_PRIMITIVE_NAME(DivMod)
-  bool is_equivalent(const Primitive&) const override { return true; }
+  TESSERA_PRIMITIVE_MULTI(DivMod)
 };
 
 }  // namespace tessera

@@ -35,11 +35,8 @@ class Convolution : public UnaryPrimitive {
         input_dilation_(std::move(input_dilation)),
         groups_(groups),
         flip_(flip) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(Convolution)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
+  TESSERA_PRIMITIVE(Convolution, stride_, padding_lo_, padding_hi_, kernel_dilation_,
+                    input_dilation_, groups_, flip_)
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
   void print(std::ostream& os) const override;
 

@@ -9,12 +9,7 @@ namespace tessera {
 class AsType : public UnaryPrimitive {
  public:
   AsType(Stream s, Dtype dtype) : UnaryPrimitive(s), dtype_(dtype) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(AsType)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
-  Dtype dtype() const { return dtype_; }
+  TESSERA_PRIMITIVE(AsType, dtype_)
 
  private:
   Dtype dtype_;
@@ -24,23 +19,14 @@ class AsType : public UnaryPrimitive {
 class Copy : public UnaryPrimitive {
  public:
   using UnaryPrimitive::UnaryPrimitive;
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(Copy)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
+  TESSERA_PRIMITIVE(Copy)
 };
 
 // A view of the input broadcast to the output shape (stride 0 on new axes).
 class Broadcast : public UnaryPrimitive {
  public:
   Broadcast(Stream s, Shape shape) : UnaryPrimitive(s), shape_(std::move(shape)) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(Broadcast)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
-  const Shape& shape() const { return shape_; }
+  TESSERA_VIEW_PRIMITIVE(Broadcast, shape_)
 
  private:
   Shape shape_;
@@ -57,11 +43,7 @@ class Contiguous : public UnaryPrimitive {
  public:
   Contiguous(Stream s, bool allow_col_major)
       : UnaryPrimitive(s), allow_col_major_(allow_col_major) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(Contiguous)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
+  TESSERA_PRIMITIVE(Contiguous, allow_col_major_)
 
  private:
   bool allow_col_major_;

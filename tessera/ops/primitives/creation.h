@@ -12,10 +12,7 @@ namespace tessera {
 class Arange : public UnaryPrimitive {
  public:
   Arange(Stream s, double start, double step) : UnaryPrimitive(s), start_(start), step_(step) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(Arange)
-  bool is_equivalent(const Primitive& other) const override;
+  TESSERA_PRIMITIVE_NO_RULES(Arange, start_, step_)
 
  private:
   double start_, step_;
@@ -27,10 +24,7 @@ class Linspace : public UnaryPrimitive {
  public:
   Linspace(Stream s, double start, double stop, bool endpoint)
       : UnaryPrimitive(s), start_(start), stop_(stop), endpoint_(endpoint) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(Linspace)
-  bool is_equivalent(const Primitive& other) const override;
+  TESSERA_PRIMITIVE_NO_RULES(Linspace, start_, stop_, endpoint_)
 
  private:
   double start_, stop_;
@@ -43,11 +37,7 @@ class Band : public UnaryPrimitive {
  public:
   static constexpr int64_t unbounded = int64_t{1} << 40;
   Band(Stream s, int64_t lo, int64_t hi) : UnaryPrimitive(s), lo_(lo), hi_(hi) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(Band)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
+  TESSERA_PRIMITIVE(Band, lo_, hi_)
 
  private:
   int64_t lo_, hi_;
@@ -57,11 +47,7 @@ class Band : public UnaryPrimitive {
 class View : public UnaryPrimitive {
  public:
   View(Stream s, Dtype dtype) : UnaryPrimitive(s), dtype_(dtype) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(View)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
+  TESSERA_PRIMITIVE(View, dtype_)
 
  private:
   Dtype dtype_;
@@ -74,11 +60,7 @@ class AsStrided : public UnaryPrimitive {
   AsStrided(Stream s, Shape shape, Strides strides, int64_t offset)
       : UnaryPrimitive(s), shape_(std::move(shape)), strides_(std::move(strides)),
         offset_(offset) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(AsStrided)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
+  TESSERA_VIEW_PRIMITIVE(AsStrided, shape_, strides_, offset_)
 
  private:
   Shape shape_;

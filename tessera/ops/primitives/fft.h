@@ -25,18 +25,9 @@ class FFT : public UnaryPrimitive {
   FFT(Stream s, std::vector<int> axes, bool inverse, bool real, int real_n, double scale)
       : UnaryPrimitive(s), axes_(std::move(axes)), inverse_(inverse), real_(real),
         real_n_(real_n), scale_(scale) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(FFT)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
+  TESSERA_PRIMITIVE(FFT, axes_, inverse_, real_, real_n_, scale_)
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
 
-  const std::vector<int>& axes() const { return axes_; }
-  bool inverse() const { return inverse_; }
-  bool real() const { return real_; }
-  int real_n() const { return real_n_; }
-  double scale() const { return scale_; }
 
  private:
   std::vector<int> axes_;

@@ -24,13 +24,7 @@ class Gather : public UnaryPrimitive {
  public:
   Gather(Stream s, std::vector<int> axes, Shape slice_sizes)
       : UnaryPrimitive(s), axes_(std::move(axes)), slice_sizes_(std::move(slice_sizes)) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(Gather)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
-  const std::vector<int>& axes() const { return axes_; }
-  const Shape& slice_sizes() const { return slice_sizes_; }
+  TESSERA_PRIMITIVE(Gather, axes_, slice_sizes_)
 
  private:
   std::vector<int> axes_;
@@ -47,14 +41,8 @@ class Scatter : public UnaryPrimitive {
   enum ReduceType { None, Sum, Prod, Max, Min };
   Scatter(Stream s, ReduceType type, std::vector<int> axes)
       : UnaryPrimitive(s), type_(type), axes_(std::move(axes)) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(Scatter)
-  TESSERA_TRANSFORM_RULES
+  TESSERA_PRIMITIVE(Scatter, type_, axes_)
   void print(std::ostream& os) const override;
-  bool is_equivalent(const Primitive& other) const override;
-  ReduceType type() const { return type_; }
-  const std::vector<int>& axes() const { return axes_; }
 
  private:
   ReduceType type_;
@@ -66,12 +54,7 @@ class Scatter : public UnaryPrimitive {
 class GatherAxis : public UnaryPrimitive {
  public:
   GatherAxis(Stream s, int axis) : UnaryPrimitive(s), axis_(axis) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(GatherAxis)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
-  int axis() const { return axis_; }
+  TESSERA_PRIMITIVE(GatherAxis, axis_)
 
  private:
   int axis_;
@@ -84,13 +67,7 @@ class ScatterAxis : public UnaryPrimitive {
  public:
   enum ReduceType { None, Sum };
   ScatterAxis(Stream s, ReduceType type, int axis) : UnaryPrimitive(s), type_(type), axis_(axis) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(ScatterAxis)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
-  ReduceType type() const { return type_; }
-  int axis() const { return axis_; }
+  TESSERA_PRIMITIVE(ScatterAxis, type_, axis_)
 
  private:
   ReduceType type_;
@@ -103,11 +80,7 @@ class ScatterAxis : public UnaryPrimitive {
 class MaskedScatter : public UnaryPrimitive {
  public:
   explicit MaskedScatter(Stream s) : UnaryPrimitive(s) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(MaskedScatter)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive&) const override { return true; }
+  TESSERA_PRIMITIVE(MaskedScatter)
 };
 
 }  // namespace tessera

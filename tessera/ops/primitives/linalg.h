@@ -9,13 +9,6 @@
 
 namespace tessera {
 
-#define TESSERA_MULTI_KERNELS                                                      \
-  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override; \
-  TESSERA_EVAL_GPU_MULTI
-#define TESSERA_UNARY_KERNELS                                           \
-  void eval_cpu(const std::vector<array>& inputs, array& out) override; \
-  TESSERA_EVAL_GPU
-
 // P A = L U with partial pivoting. Outputs {LU (..., M, N)} (L below the
 // diagonal, unit diagonal implied), and by `second`: nothing; pivots (..., K)
 // uint32 (0-based, LAPACK's row swaps); or row indices perm (..., M) uint32 with
@@ -25,10 +18,7 @@ class LUF : public Primitive {
  public:
   enum Second { none, pivots, row_indices };
   LUF(Stream s, Second second) : Primitive(s), second_(second) {}
-  TESSERA_MULTI_KERNELS
-  TESSERA_PRIMITIVE_NAME(LUF)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
+  TESSERA_PRIMITIVE_MULTI(LUF, second_)
 
  private:
   Second second_;
@@ -39,10 +29,7 @@ class LUF : public Primitive {
 class Solve : public UnaryPrimitive {
  public:
   using UnaryPrimitive::UnaryPrimitive;
-  TESSERA_UNARY_KERNELS
-  TESSERA_PRIMITIVE_NAME(Solve)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive&) const override { return true; }
+  TESSERA_PRIMITIVE(Solve)
 };
 
 // The inverse of a square matrix; with triangular, of its lower (upper) triangle,
@@ -51,10 +38,7 @@ class Inverse : public UnaryPrimitive {
  public:
   Inverse(Stream s, bool triangular, bool upper)
       : UnaryPrimitive(s), triangular_(triangular), upper_(upper) {}
-  TESSERA_UNARY_KERNELS
-  TESSERA_PRIMITIVE_NAME(Inverse)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
+  TESSERA_PRIMITIVE(Inverse, triangular_, upper_)
 
  private:
   bool triangular_, upper_;
@@ -65,10 +49,7 @@ class Inverse : public UnaryPrimitive {
 class Cholesky : public UnaryPrimitive {
  public:
   Cholesky(Stream s, bool upper) : UnaryPrimitive(s), upper_(upper) {}
-  TESSERA_UNARY_KERNELS
-  TESSERA_PRIMITIVE_NAME(Cholesky)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
+  TESSERA_PRIMITIVE(Cholesky, upper_)
 
  private:
   bool upper_;
@@ -78,55 +59,46 @@ class Cholesky : public UnaryPrimitive {
 class QRF : public Primitive {
  public:
   using Primitive::Primitive;
-  TESSERA_MULTI_KERNELS
-  TESSERA_PRIMITIVE_NAME(QRF)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive&) const override { return true; }
+  TESSERA_PRIMITIVE_MULTI(QRF)
 };
 
 // Outputs {U (..., M, M), S (..., K), Vt (..., N, N)}, or {S} without compute_uv.
 class SVD : public Primitive {
  public:
   SVD(Stream s, bool compute_uv) : Primitive(s), compute_uv_(compute_uv) {}
-  TESSERA_MULTI_KERNELS
-  TESSERA_PRIMITIVE_NAME(SVD)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
+  TESSERA_PRIMITIVE_MULTI(SVD, compute_uv_)
 
  private:
   bool compute_uv_;
 };
 
-// Symmetric eigenproblem from the lower (upper) triangle: outputs {w (..., N)
-// ascending, V (..., N, N) with eigenvectors as columns}, or {w}.
-class Eigh : public Primitive {
+// The eigenproblems: outputs {w, V} (eigenvectors as columns), or {w}
+// without compute_vectors.
+class Eigenproblem : public Primitive {
  public:
-  Eigh(Stream s, bool upper, bool compute_vectors)
-      : Primitive(s), upper_(upper), compute_vectors_(compute_vectors) {}
-  TESSERA_MULTI_KERNELS
-  TESSERA_PRIMITIVE_NAME(Eigh)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
+  Eigenproblem(Stream s, bool compute_vectors)
+      : Primitive(s), compute_vectors_(compute_vectors) {}
 
- private:
-  bool upper_, compute_vectors_;
-};
-
-// General eigenproblem: outputs {w (..., N), V (..., N, N)} complex64, or {w}.
-// CPU only (as in MLX).
-class Eig : public Primitive {
- public:
-  Eig(Stream s, bool compute_vectors) : Primitive(s), compute_vectors_(compute_vectors) {}
-  TESSERA_MULTI_KERNELS
-  TESSERA_PRIMITIVE_NAME(Eig)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
-
- private:
+ protected:
   bool compute_vectors_;
 };
 
-#undef TESSERA_MULTI_KERNELS
-#undef TESSERA_UNARY_KERNELS
+// Symmetric, from the lower (upper) triangle: w (..., N) ascending, V (..., N, N).
+class Eigh : public Eigenproblem {
+ public:
+  Eigh(Stream s, bool upper, bool compute_vectors)
+      : Eigenproblem(s, compute_vectors), upper_(upper) {}
+  TESSERA_PRIMITIVE_MULTI(Eigh, upper_, compute_vectors_)
+
+ private:
+  bool upper_;
+};
+
+// General: w (..., N) and V (..., N, N) complex64. CPU only (as in MLX).
+class Eig : public Eigenproblem {
+ public:
+  using Eigenproblem::Eigenproblem;
+  TESSERA_PRIMITIVE_MULTI(Eig, compute_vectors_)
+};
 
 }  // namespace tessera

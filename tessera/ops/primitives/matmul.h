@@ -12,11 +12,7 @@ namespace tessera {
 class Matmul : public UnaryPrimitive {
  public:
   using UnaryPrimitive::UnaryPrimitive;
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(Matmul)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
+  TESSERA_PRIMITIVE(Matmul)
 };
 
 // out = alpha (a @ b) + beta c; inputs {a, b, c}, c broadcast to the output
@@ -24,11 +20,7 @@ class Matmul : public UnaryPrimitive {
 class AddMM : public UnaryPrimitive {
  public:
   AddMM(Stream s, float alpha, float beta) : UnaryPrimitive(s), alpha_(alpha), beta_(beta) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(AddMM)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
+  TESSERA_PRIMITIVE(AddMM, alpha_, beta_)
 
  private:
   float alpha_, beta_;

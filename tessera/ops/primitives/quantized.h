@@ -18,8 +18,6 @@ namespace tessera {
 class QuantizedPrimitive {
  public:
   QuantizedPrimitive(int group_size, int bits) : group_size_(group_size), bits_(bits) {}
-  int group_size() const { return group_size_; }
-  int bits() const { return bits_; }
 
  protected:
   int group_size_, bits_;
@@ -28,34 +26,21 @@ class QuantizedPrimitive {
 class Quantize : public Primitive, public QuantizedPrimitive {
  public:
   Quantize(Stream s, int group_size, int bits) : Primitive(s), QuantizedPrimitive(group_size, bits) {}
-  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
-  TESSERA_EVAL_GPU_MULTI
-  TESSERA_PRIMITIVE_NAME(Quantize)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
+  TESSERA_PRIMITIVE_MULTI(Quantize, group_size_, bits_)
 };
 
 class Dequantize : public UnaryPrimitive, public QuantizedPrimitive {
  public:
   Dequantize(Stream s, int group_size, int bits)
       : UnaryPrimitive(s), QuantizedPrimitive(group_size, bits) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(Dequantize)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
+  TESSERA_PRIMITIVE(Dequantize, group_size_, bits_)
 };
 
 class QuantizedMatmul : public UnaryPrimitive, public QuantizedPrimitive {
  public:
   QuantizedMatmul(Stream s, int group_size, int bits, bool transpose)
       : UnaryPrimitive(s), QuantizedPrimitive(group_size, bits), transpose_(transpose) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(QuantizedMatmul)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
-  bool transpose() const { return transpose_; }
+  TESSERA_PRIMITIVE(QuantizedMatmul, group_size_, bits_, transpose_)
 
  private:
   bool transpose_;

@@ -19,14 +19,8 @@ class RandomBits : public UnaryPrimitive {
  public:
   RandomBits(Stream s, Shape shape, int width)
       : UnaryPrimitive(s), shape_(std::move(shape)), width_(width) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(RandomBits)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
+  TESSERA_PRIMITIVE(RandomBits, shape_, width_)
   std::vector<Shape> output_shapes(const std::vector<array>& inputs) override;
-  const Shape& shape() const { return shape_; }
-  int width() const { return width_; }
   // uint8, uint16 or uint32 for width 1, 2 or 4.
   Dtype dtype_of_width() const { return width_ == 1 ? uint8 : width_ == 2 ? uint16 : uint32; }
 

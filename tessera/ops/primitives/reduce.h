@@ -12,29 +12,33 @@
 #include <vector>
 
 #include "tessera/core/primitive.h"
+#include "tessera/ops/primitives/shape.h"
 
 namespace tessera {
 
-class Reduce : public UnaryPrimitive {
+// The reduced axes and keepdims of Reduce, Variance and LogSumExp.
+class AxesReduction : public UnaryPrimitive {
+ public:
+  AxesReduction(Stream s, std::vector<int> axes, bool keepdims)
+      : UnaryPrimitive(s), axes_(std::move(axes)), keepdims_(keepdims) {}
+
+ protected:
+  std::vector<int> axes_;
+  bool keepdims_;
+};
+
+class Reduce : public AxesReduction {
  public:
   // Mean is a sum scaled by 1/N inside the kernel (float-out).
   enum ReduceType { And, Or, Sum, Prod, Max, Min, Mean };
 
   Reduce(Stream s, ReduceType type, std::vector<int> axes, bool keepdims)
-      : UnaryPrimitive(s), type_(type), axes_(std::move(axes)), keepdims_(keepdims) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(Reduce)
-  TESSERA_TRANSFORM_RULES
+      : AxesReduction(s, std::move(axes), keepdims), type_(type) {}
+  TESSERA_PRIMITIVE(Reduce, type_, axes_, keepdims_)
   void print(std::ostream& os) const override;
-  bool is_equivalent(const Primitive& other) const override;
-  ReduceType type() const { return type_; }
-  const std::vector<int>& axes() const { return axes_; }
 
  private:
   ReduceType type_;
-  std::vector<int> axes_;
-  bool keepdims_;
 };
 
 // Index of the first max / min along one axis (NaN wins, as in NumPy); uint32.
@@ -44,13 +48,7 @@ class ArgReduce : public UnaryPrimitive {
 
   ArgReduce(Stream s, ReduceType type, int axis, bool keepdims)
       : UnaryPrimitive(s), type_(type), axis_(axis), keepdims_(keepdims) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(ArgReduce)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
-  ReduceType type() const { return type_; }
-  int axis() const { return axis_; }
+  TESSERA_PRIMITIVE(ArgReduce, type_, axis_, keepdims_)
 
  private:
   ReduceType type_;
@@ -60,38 +58,22 @@ class ArgReduce : public UnaryPrimitive {
 
 // Variance with divisor max(N - ddof, 0), two passes in float64; with
 // take_sqrt, the standard deviation. Complex input: the mean of |x - mean|^2.
-class Variance : public UnaryPrimitive {
+class Variance : public AxesReduction {
  public:
   Variance(Stream s, std::vector<int> axes, bool keepdims, int ddof, bool take_sqrt)
-      : UnaryPrimitive(s), axes_(std::move(axes)), keepdims_(keepdims), ddof_(ddof),
-        take_sqrt_(take_sqrt) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(Variance)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
+      : AxesReduction(s, std::move(axes), keepdims), ddof_(ddof), take_sqrt_(take_sqrt) {}
+  TESSERA_PRIMITIVE(Variance, axes_, keepdims_, ddof_, take_sqrt_)
 
  private:
-  std::vector<int> axes_;
-  bool keepdims_;
   int ddof_;
   bool take_sqrt_;
 };
 
 // log(sum(exp(x))) computed as max + log(sum(exp(x - max))).
-class LogSumExp : public UnaryPrimitive {
+class LogSumExp : public AxesReduction {
  public:
-  LogSumExp(Stream s, std::vector<int> axes, bool keepdims)
-      : UnaryPrimitive(s), axes_(std::move(axes)), keepdims_(keepdims) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(LogSumExp)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
-
- private:
-  std::vector<int> axes_;
-  bool keepdims_;
+  using AxesReduction::AxesReduction;
+  TESSERA_PRIMITIVE(LogSumExp, axes_, keepdims_)
 };
 
 // exp(x - max) / sum(exp(x - max)) over the axes; the output has the input's shape.
@@ -100,33 +82,19 @@ class Softmax : public UnaryPrimitive {
  public:
   Softmax(Stream s, std::vector<int> axes, bool precise)
       : UnaryPrimitive(s), axes_(std::move(axes)), precise_(precise) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(Softmax)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
+  TESSERA_PRIMITIVE(Softmax, axes_, precise_)
 
  private:
   std::vector<int> axes_;
   bool precise_;
 };
 
-// Sum of the diagonal `offset` of the (axis1, axis2) planes, in the sum dtype
-// of the input; the kernel reduces a strided view of the diagonal, no copy.
-class Trace : public UnaryPrimitive {
+// Sum of the diagonals, in the sum dtype of the input; the kernel reduces a
+// strided view of the diagonal, no copy.
+class Trace : public DiagonalPlanes {
  public:
-  Trace(Stream s, int offset, int axis1, int axis2)
-      : UnaryPrimitive(s), offset_(offset), axis1_(axis1), axis2_(axis2) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(Trace)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
-
- private:
-  int offset_;
-  int axis1_;
-  int axis2_;
+  using DiagonalPlanes::DiagonalPlanes;
+  TESSERA_PRIMITIVE(Trace, offset_, axis1_, axis2_)
 };
 
 }  // namespace tessera

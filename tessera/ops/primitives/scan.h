@@ -16,15 +16,7 @@ class Scan : public UnaryPrimitive {
 
   Scan(Stream s, ReduceType type, int axis, bool reverse, bool inclusive)
       : UnaryPrimitive(s), type_(type), axis_(axis), reverse_(reverse), inclusive_(inclusive) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(Scan)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
-  ReduceType type() const { return type_; }
-  int axis() const { return axis_; }
-  bool reverse() const { return reverse_; }
-  bool inclusive() const { return inclusive_; }
+  TESSERA_PRIMITIVE(Scan, type_, axis_, reverse_, inclusive_)
 
  private:
   ReduceType type_;

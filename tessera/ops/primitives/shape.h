@@ -9,35 +9,30 @@ namespace tessera {
 class Transpose : public UnaryPrimitive {
  public:
   Transpose(Stream s, std::vector<int> axes) : UnaryPrimitive(s), axes_(std::move(axes)) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(Transpose)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
-  const std::vector<int>& axes() const { return axes_; }
+  TESSERA_VIEW_PRIMITIVE(Transpose, axes_)
 
  private:
   std::vector<int> axes_;
 };
 
-// Elements start[i], start[i] + strides[i], ... (already clamped; the output
-// shape gives the count on each axis): a view.
-class Slice : public UnaryPrimitive {
+// The region that Slice reads and SliceUpdate writes: on each axis the
+// elements start[i], start[i] + strides[i], ... below stop[i] (already
+// clamped; the output's or the update's shape gives the count on each axis).
+class SliceRegion : public UnaryPrimitive {
  public:
-  Slice(Stream s, Shape start, Shape stop, Shape strides)
+  SliceRegion(Stream s, Shape start, Shape stop, Shape strides)
       : UnaryPrimitive(s), start_(std::move(start)), stop_(std::move(stop)),
         strides_(std::move(strides)) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(Slice)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
-  const Shape& start() const { return start_; }
-  const Shape& stop() const { return stop_; }
-  const Shape& strides() const { return strides_; }
 
- private:
+ protected:
   Shape start_, stop_, strides_;
+};
+
+// The region of the input: a view.
+class Slice : public SliceRegion {
+ public:
+  using SliceRegion::SliceRegion;
+  TESSERA_VIEW_PRIMITIVE(Slice, start_, stop_, strides_)
 };
 
 // Same elements in a new shape: a view whenever the input's strides allow it
@@ -46,73 +41,50 @@ class Slice : public UnaryPrimitive {
 class Reshape : public UnaryPrimitive {
  public:
   Reshape(Stream s, Shape shape) : UnaryPrimitive(s), shape_(std::move(shape)) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(Reshape)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
+  TESSERA_PRIMITIVE(Reshape, shape_)
 
  private:
   Shape shape_;
 };
 
-// A fixed-size window whose start along `axes` comes from the integer input
-// inputs[1] at eval time (negative starts count from the end; starts are
-// clamped so the window stays inside the array): a view.
-class DynamicSlice : public UnaryPrimitive {
+// The region of DynamicSlice and DynamicSliceUpdate: a window whose start
+// along `axes` (0 on the other axes) comes from an integer input at eval time;
+// negative starts count from the end, and starts are clamped so that the
+// window stays inside the array.
+class DynamicRegion : public UnaryPrimitive {
+ public:
+  DynamicRegion(Stream s, std::vector<int> axes) : UnaryPrimitive(s), axes_(std::move(axes)) {}
+
+ protected:
+  std::vector<int> axes_;
+};
+
+// The window of shape slice_size starting at inputs[1]: a view.
+class DynamicSlice : public DynamicRegion {
  public:
   DynamicSlice(Stream s, std::vector<int> axes, Shape slice_size)
-      : UnaryPrimitive(s), axes_(std::move(axes)), slice_size_(std::move(slice_size)) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(DynamicSlice)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
-  const std::vector<int>& axes() const { return axes_; }
-  const Shape& slice_size() const { return slice_size_; }
+      : DynamicRegion(s, std::move(axes)), slice_size_(std::move(slice_size)) {}
+  TESSERA_PRIMITIVE(DynamicSlice, axes_, slice_size_)
 
  private:
-  std::vector<int> axes_;
   Shape slice_size_;
 };
 
-// inputs[0] with the strided region [start, stop; strides) (clamped, as in
-// Slice) replaced by inputs[1], which has the region's shape (any dtype: it is
-// cast while it is copied). The source buffer is reused when it is donatable.
-class SliceUpdate : public UnaryPrimitive {
+// inputs[0] with the region replaced by inputs[1], which has the region's
+// shape (any dtype: it is cast while it is copied). The source buffer is
+// reused when it is donatable.
+class SliceUpdate : public SliceRegion {
  public:
-  SliceUpdate(Stream s, Shape start, Shape stop, Shape strides)
-      : UnaryPrimitive(s), start_(std::move(start)), stop_(std::move(stop)),
-        strides_(std::move(strides)) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(SliceUpdate)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
-  const Shape& start() const { return start_; }
-  const Shape& stop() const { return stop_; }
-  const Shape& strides() const { return strides_; }
-
- private:
-  Shape start_, stop_, strides_;
+  using SliceRegion::SliceRegion;
+  TESSERA_PRIMITIVE(SliceUpdate, start_, stop_, strides_)
 };
 
-// inputs[0] with the region of inputs[1]'s shape replaced by inputs[1]; the
-// region starts at the integer input inputs[2] along `axes` (0 elsewhere),
-// clamped as in DynamicSlice.
-class DynamicSliceUpdate : public UnaryPrimitive {
+// inputs[0] with the window of inputs[1]'s shape starting at inputs[2]
+// replaced by inputs[1].
+class DynamicSliceUpdate : public DynamicRegion {
  public:
-  DynamicSliceUpdate(Stream s, std::vector<int> axes)
-      : UnaryPrimitive(s), axes_(std::move(axes)) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(DynamicSliceUpdate)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
-  const std::vector<int>& axes() const { return axes_; }
-
- private:
-  std::vector<int> axes_;
+  using DynamicRegion::DynamicRegion;
+  TESSERA_PRIMITIVE(DynamicSliceUpdate, axes_)
 };
 
 // The inputs joined along `axis` (each copied, with a cast to the output
@@ -120,12 +92,7 @@ class DynamicSliceUpdate : public UnaryPrimitive {
 class Concatenate : public UnaryPrimitive {
  public:
   Concatenate(Stream s, int axis) : UnaryPrimitive(s), axis_(axis) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(Concatenate)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
-  int axis() const { return axis_; }
+  TESSERA_PRIMITIVE(Concatenate, axis_)
 
  private:
   int axis_;
@@ -140,15 +107,7 @@ class Pad : public UnaryPrimitive {
   Pad(Stream s, std::vector<int> axes, Shape low, Shape high, Mode mode)
       : UnaryPrimitive(s), axes_(std::move(axes)), low_(std::move(low)), high_(std::move(high)),
         mode_(mode) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(Pad)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
-  const std::vector<int>& axes() const { return axes_; }
-  const Shape& low() const { return low_; }
-  const Shape& high() const { return high_; }
-  Mode mode() const { return mode_; }
+  TESSERA_PRIMITIVE(Pad, axes_, low_, high_, mode_)
 
  private:
   std::vector<int> axes_;
@@ -156,23 +115,23 @@ class Pad : public UnaryPrimitive {
   Mode mode_;
 };
 
-// The diagonals of the (axis1, axis2) planes, as the last axis: a view whose
-// last stride is the sum of the two axes' strides.
-class Diagonal : public UnaryPrimitive {
+// The diagonal `offset` of the (axis1, axis2) planes, which Diagonal and
+// Trace read.
+class DiagonalPlanes : public UnaryPrimitive {
  public:
-  Diagonal(Stream s, int offset, int axis1, int axis2)
+  DiagonalPlanes(Stream s, int offset, int axis1, int axis2)
       : UnaryPrimitive(s), offset_(offset), axis1_(axis1), axis2_(axis2) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(Diagonal)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
-  int offset() const { return offset_; }
-  int axis1() const { return axis1_; }
-  int axis2() const { return axis2_; }
 
- private:
+ protected:
   int offset_, axis1_, axis2_;
+};
+
+// The diagonals, as the last axis: a view whose last stride is the sum of the
+// two axes' strides.
+class Diagonal : public DiagonalPlanes {
+ public:
+  using DiagonalPlanes::DiagonalPlanes;
+  TESSERA_VIEW_PRIMITIVE(Diagonal, offset_, axis1_, axis2_)
 };
 
 

@@ -25,10 +25,7 @@ class Sort : public UnaryPrimitive {
   TESSERA_EVAL_GPU
   const char* name() const override;
   TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
-  Kind kind() const { return kind_; }
-  int axis() const { return axis_; }
-  int kth() const { return kth_; }
+  TESSERA_PARAMETERS(kind_, axis_, kth_)
   bool returns_indices() const { return kind_ == Indices || kind_ == PartitionIndices; }
   bool is_partition() const { return kind_ == PartitionValues || kind_ == PartitionIndices; }
 
@@ -43,11 +40,7 @@ class Sort : public UnaryPrimitive {
 class SearchSorted : public UnaryPrimitive {
  public:
   SearchSorted(Stream s, bool right) : UnaryPrimitive(s), right_(right) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(SearchSorted)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
+  TESSERA_PRIMITIVE(SearchSorted, right_)
 
  private:
   bool right_;
@@ -60,12 +53,7 @@ class SearchSorted : public UnaryPrimitive {
 class PermuteAxis : public UnaryPrimitive {
  public:
   PermuteAxis(Stream s, int axis) : UnaryPrimitive(s), axis_(axis) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_PRIMITIVE_NAME(PermuteAxis)
-  TESSERA_TRANSFORM_RULES
-  bool is_equivalent(const Primitive& other) const override;
-  int axis() const { return axis_; }
+  TESSERA_PRIMITIVE(PermuteAxis, axis_)
 
  private:
   int axis_;

@@ -45,16 +45,12 @@ std::pair<std::vector<array>, std::vector<int>> vmap_elementwise(
     return detail::zero_vjps(primals, argnums, stream());                                \
   }
 
-// A primitive without parameters, with a CPU kernel (also used by binary.h).
-#define TESSERA_ELEMENTWISE_PRIMITIVE(NAME)                              \
-  class NAME : public UnaryPrimitive {                                   \
-   public:                                                               \
-    using UnaryPrimitive::UnaryPrimitive;                                \
-    void eval_cpu(const std::vector<array>& inputs, array& out) override; \
-    TESSERA_EVAL_GPU                                                     \
-    TESSERA_TRANSFORM_RULES                                            \
-    TESSERA_PRIMITIVE_NAME(NAME)                                         \
-    bool is_equivalent(const Primitive&) const override { return true; } \
+// A primitive without parameters (also used by binary.h).
+#define TESSERA_ELEMENTWISE_PRIMITIVE(NAME) \
+  class NAME : public UnaryPrimitive {      \
+   public:                                  \
+    using UnaryPrimitive::UnaryPrimitive;   \
+    TESSERA_PRIMITIVE(NAME)                 \
   };
 
 // The primitives of TESSERA_UNARY_OPS (Note [Elementwise tables] in ops/elementwise_table.h).
@@ -71,12 +67,7 @@ TESSERA_ELEMENTWISE_PRIMITIVE(StopGradient)
 class Round : public UnaryPrimitive {
  public:
   Round(Stream s, int decimals) : UnaryPrimitive(s), decimals_(decimals) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_TRANSFORM_RULES
-  TESSERA_PRIMITIVE_NAME(Round)
-  bool is_equivalent(const Primitive& other) const override;
-  int decimals() const { return decimals_; }
+  TESSERA_PRIMITIVE(Round, decimals_)
 
  private:
   int decimals_;
@@ -88,11 +79,7 @@ class NanToNum : public UnaryPrimitive {
  public:
   NanToNum(Stream s, float nan, std::optional<float> posinf, std::optional<float> neginf)
       : UnaryPrimitive(s), nan_(nan), posinf_(posinf), neginf_(neginf) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
-  TESSERA_TRANSFORM_RULES
-  TESSERA_PRIMITIVE_NAME(NanToNum)
-  bool is_equivalent(const Primitive& other) const override;
+  TESSERA_PRIMITIVE(NanToNum, nan_, posinf_, neginf_)
 
  private:
   float nan_;

@@ -15,6 +15,7 @@
 
 #include "tessera/ops/ops.h"
 #include "tessera/ops/primitives/indexing.h"
+#include "tessera/ops/rules/vmap.h"
 
 namespace tessera {
 
@@ -29,25 +30,9 @@ array tangent(size_t i, const std::vector<array>& primals, const std::vector<arr
   return zeros_like(primals[i], s);
 }
 
-int batch_size(const std::vector<array>& inputs, const std::vector<int>& axes) {
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (axes[i] >= 0) return inputs[i].shape(axes[i]);
-  }
-  throw std::logic_error("[vmap] a vmap rule was called with no batched input (bug)");
-}
-
-// x with its batch axis (-1: none) moved to 0; an unbatched x is broadcast.
-array batch_first(const array& x, int ax, int n, Stream s) {
-  if (ax >= 0) return moveaxis(x, ax, 0, s);
-  Shape shape = x.shape();
-  shape.insert(shape.begin(), n);
-  return broadcast_to(expand_dims(x, 0, s), shape, s);
-}
-
-std::vector<int> shifted(std::vector<int> axes) {
-  for (auto& ax : axes) ax += 1;
-  return axes;
-}
+using rules::batch_first;
+using rules::batch_size;
+using rules::shifted;
 
 // arange(n) along axis 0 of `shape` (which starts with n).
 array batch_index(int n, const Shape& shape, Stream s) {

@@ -84,6 +84,23 @@ array in_scan_order(const array& a, int axis, bool reverse, Stream s) {
   return reverse ? flip(a, axis, s) : a;
 }
 
+// What the derivatives of a cumulative product need where x has zeros: the
+// zeros, the first zero of each scan (in scan order), the product with that
+// first zero replaced by 1, and x with its zeros replaced by 1.
+struct ProdZeros {
+  array zero, first_zero, out1, safe_x;
+};
+
+ProdZeros prod_zeros(const array& x, int axis, bool reverse, bool inclusive, Stream s) {
+  array zero = equal(x, scalar_like(0, x), s);
+  array first_zero = logical_and(
+      zero,
+      equal(cumsum(astype(zero, int32, s), axis, reverse, true, std::nullopt, s), array(1), s), s);
+  array out1 = cumprod(where(first_zero, scalar_like(1, x), x, s), axis, reverse, inclusive,
+                       std::nullopt, s);
+  return {zero, first_zero, out1, where(zero, scalar_like(1, x), x, s)};
+}
+
 }  // namespace
 
 std::vector<array> Scan::vjp(const std::vector<array>& primals,
@@ -100,14 +117,7 @@ std::vector<array> Scan::vjp(const std::vector<array>& primals,
     case Sum: return {back(g)};
     case Prod: {
       const array& out = outputs[0];
-      array zero = equal(x, scalar_like(0, x), s);
-      array first_zero = logical_and(
-          zero, equal(cumsum(astype(zero, int32, s), axis_, reverse_, true, std::nullopt, s),
-                      array(1), s),
-          s);
-      array out1 = cumprod(where(first_zero, scalar_like(1, x), x, s), axis_, reverse_,
-                           inclusive_, std::nullopt, s);
-      array safe_x = where(zero, scalar_like(1, x), x, s);
+      auto [zero, first_zero, out1, safe_x] = prod_zeros(x, axis_, reverse_, inclusive_, s);
       array nonzero_part =
           divide(back(multiply(g, conjugate(out, s), s)), conjugate(safe_x, s), s);
       array zero_part = back(multiply(g, conjugate(out1, s), s));
@@ -150,14 +160,7 @@ std::vector<array> Scan::jvp(const std::vector<array>& primals,
   switch (type_) {
     case Sum: return {fwd(t)};
     case Prod: {
-      array zero = equal(x, scalar_like(0, x), s);
-      array first_zero = logical_and(
-          zero, equal(cumsum(astype(zero, int32, s), axis_, reverse_, true, std::nullopt, s),
-                      array(1), s),
-          s);
-      array out1 = cumprod(where(first_zero, scalar_like(1, x), x, s), axis_, reverse_,
-                           inclusive_, std::nullopt, s);
-      array safe_x = where(zero, scalar_like(1, x), x, s);
+      auto [zero, first_zero, out1, safe_x] = prod_zeros(x, axis_, reverse_, inclusive_, s);
       array a = multiply(out, fwd(where(zero, scalar_like(0, x), divide(t, safe_x, s), s)), s);
       array b = multiply(out1, fwd(where(first_zero, t, scalar_like(0, x), s)), s);
       return {add(a, b, s)};

@@ -13,6 +13,7 @@
 
 #include "tessera/ops/ops.h"
 #include "tessera/ops/primitives/shape.h"
+#include "tessera/ops/rules/vmap.h"
 
 namespace tessera {
 
@@ -33,25 +34,9 @@ Shape inserted(Shape shape, int pos, ShapeElem value) {
   return shape;
 }
 
-std::vector<int> shifted(std::vector<int> axes, int by = 1) {
-  for (auto& ax : axes) ax += by;
-  return axes;
-}
-
-// The size of the mapped axis, from the first batched input.
-int batch_size(const std::vector<array>& inputs, const std::vector<int>& axes) {
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (axes[i] >= 0) return inputs[i].shape(axes[i]);
-  }
-  throw std::logic_error("[vmap] a vmap rule was called with no batched input (bug)");
-}
-
-// x with its batch axis (-1: none) moved to 0; an unbatched x is broadcast to
-// n copies.
-array batch_first(const array& x, int ax, int n, Stream s) {
-  if (ax >= 0) return moveaxis(x, ax, 0, s);
-  return broadcast_to(expand_dims(x, 0, s), inserted(x.shape(), 0, n), s);
-}
+using rules::batch_first;
+using rules::batch_size;
+using rules::shifted;
 
 // The window starts of each batch element on axis `ax` (of the unbatched
 // shape) of a batch-first array x: the k-th column of the batched starts

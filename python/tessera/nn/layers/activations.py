@@ -1,5 +1,6 @@
 """Activation functions and their Module classes."""
 
+import functools
 import math
 
 import tessera.core as mx
@@ -176,68 +177,55 @@ Softmin = _make_activation_module(softmin, "Softmin")
 LogSoftmax = _make_activation_module(log_softmax, "LogSoftmax")
 
 
-class LeakyReLU(Module):
+def _with_parameters(fn, parameters, x):
+    return fn(x, *parameters)
+
+
+class _Parametric(Module):
+    """An activation with fixed parameters: ``fn(x, *parameters)``."""
+
+    def __init__(self, fn, *parameters):
+        super().__init__()
+        # An attribute, not an entry of the module's tree (which a tuple would be).
+        self._act = functools.partial(_with_parameters, fn, parameters)
+
+    def __call__(self, x):
+        return self._act(x)
+
+
+class LeakyReLU(_Parametric):
     def __init__(self, negative_slope=1e-2):
-        super().__init__()
-        self._negative_slope = negative_slope
-
-    def __call__(self, x):
-        return leaky_relu(x, self._negative_slope)
+        super().__init__(leaky_relu, negative_slope)
 
 
-class ELU(Module):
+class ELU(_Parametric):
     def __init__(self, alpha=1.0):
-        super().__init__()
-        self._alpha = alpha
-
-    def __call__(self, x):
-        return elu(x, self._alpha)
+        super().__init__(elu, alpha)
 
 
-class CELU(Module):
+class CELU(_Parametric):
     def __init__(self, alpha=1.0):
-        super().__init__()
-        self._alpha = alpha
-
-    def __call__(self, x):
-        return celu(x, self._alpha)
+        super().__init__(celu, alpha)
 
 
-class Softshrink(Module):
+class Softshrink(_Parametric):
     def __init__(self, lambd=0.5):
-        super().__init__()
-        self.lambd = lambd
-
-    def __call__(self, x):
-        return softshrink(x, self.lambd)
+        super().__init__(softshrink, lambd)
 
 
-class HardShrink(Module):
+class HardShrink(_Parametric):
     def __init__(self, lambd=0.5):
-        super().__init__()
-        self.lambd = lambd
-
-    def __call__(self, x):
-        return hard_shrink(x, self.lambd)
+        super().__init__(hard_shrink, lambd)
 
 
-class HardTanh(Module):
+class HardTanh(_Parametric):
     def __init__(self, min_val=-1.0, max_val=1.0):
-        super().__init__()
-        self.min_val = min_val
-        self.max_val = max_val
-
-    def __call__(self, x):
-        return hard_tanh(x, self.min_val, self.max_val)
+        super().__init__(hard_tanh, min_val, max_val)
 
 
-class Step(Module):
+class Step(_Parametric):
     def __init__(self, threshold: float = 0.0):
-        super().__init__()
-        self.threshold = threshold
-
-    def __call__(self, x):
-        return step(x, self.threshold)
+        super().__init__(step, threshold)
 
 
 class PReLU(Module):

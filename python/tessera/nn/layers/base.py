@@ -44,6 +44,44 @@ def _unwrap(model, value_key, value, filter_fn, map_fn, is_leaf_fn):
     raise RuntimeError("[Module] unexpected leaf found while traversing the module")
 
 
+def _update_tree(tree, src, choose, op, what, strict):
+    """Walks the dicts and lists of ``src`` in step with those of ``tree``. At
+    each entry both hold, ``choose(current, new, where)`` answers "set" (the
+    entry of tree becomes new), "walk" (the walk goes into both) or None (the
+    entry is left). With ``strict``, an entry of src that tree lacks, or a src
+    that is neither a dict nor a list, raises ValueError naming ``op``; ``what``
+    names the entries of tree in the message."""
+
+    def visit(dst, key, new_value, where):
+        action = choose(dst[key], new_value, where)
+        if action == "set":
+            dst[key] = new_value
+        elif action == "walk":
+            walk(dst[key], new_value, where)
+
+    def walk(dst, src, path=""):
+        if isinstance(src, dict):
+            for k in src:
+                where = f"{path}.{k}" if path else str(k)
+                if k in dst:
+                    visit(dst, k, src[k], where)
+                elif strict:
+                    raise ValueError(f"[{op}] module has no {what} named {where!r}")
+        elif isinstance(src, list):
+            for i in range(len(src)):
+                where = f"{path}.{i}"
+                if i < len(dst):
+                    visit(dst, i, src[i], where)
+                elif strict:
+                    raise ValueError(f"[{op}] index {i} of {path!r} is out of range "
+                                     f"for a list of {len(dst)} entries")
+        elif strict:
+            raise ValueError(f"[{op}] received an invalid type {type(src).__name__} "
+                             f"at {path!r}")
+
+    walk(tree, src)
+
+
 class Module(dict):
     """Base class of layers and models.
 
@@ -214,38 +252,15 @@ class Module(dict):
     def update(self, parameters: dict, strict: bool = True) -> "Module":
         """Replaces the arrays at the (possibly partial) locations of ``parameters``."""
 
-        def replace(dst, key, new_value, where):
+        def choose(current_value, new_value, where):
             # An array replaces an array; containers are walked into.
-            current_value = dst[key]
-            if isinstance(current_value, mx.array):
-                if strict and not isinstance(new_value, mx.array):
-                    raise ValueError(f"[update] received a non-array value for {where!r}")
-                dst[key] = new_value
-            else:
-                apply(current_value, new_value, where)
+            if not isinstance(current_value, mx.array):
+                return "walk"
+            if strict and not isinstance(new_value, mx.array):
+                raise ValueError(f"[update] received a non-array value for {where!r}")
+            return "set"
 
-        def apply(dst, src, path=""):
-            if isinstance(src, dict):
-                for k in src:
-                    where = f"{path}.{k}" if path else str(k)
-                    if k in dst:
-                        replace(dst, k, src[k], where)
-                    elif strict:
-                        raise ValueError(f"[update] module has no parameter named {where!r}")
-            elif isinstance(src, list):
-                for i in range(len(src)):
-                    where = f"{path}.{i}"
-                    if i >= len(dst):
-                        if strict:
-                            raise ValueError(f"[update] index {i} of {path!r} is out of range "
-                                             f"for a list of {len(dst)} entries")
-                        continue
-                    replace(dst, i, src[i], where)
-            elif strict:
-                raise ValueError(f"[update] received an invalid type {type(src).__name__} "
-                                 f"at {path!r}")
-
-        apply(self, parameters)
+        _update_tree(self, parameters, choose, "update", "parameter", strict)
         return self
 
     def apply(self, map_fn: Callable[[mx.array], mx.array],
@@ -258,39 +273,17 @@ class Module(dict):
     def update_modules(self, modules: dict, strict: bool = True) -> "Module":
         """Replaces the sub-modules at the locations of ``modules``."""
 
-        def replace(dst, key, new_value, where):
+        def choose(current_value, new_value, where):
             # A module replaces a module; containers are walked into.
-            current_value = dst[key]
             if self.is_module(current_value) and self.is_module(new_value):
-                dst[key] = new_value
-            elif isinstance(current_value, (dict, list)):
-                apply(current_value, new_value, where)
-            elif strict and new_value != {}:
+                return "set"
+            if isinstance(current_value, (dict, list)):
+                return "walk"
+            if strict and new_value != {}:
                 raise ValueError(f"[update_modules] received an invalid value for {where!r}")
+            return None
 
-        def apply(dst, src, path=""):
-            if isinstance(src, dict):
-                for k in src:
-                    where = f"{path}.{k}" if path else str(k)
-                    if k in dst:
-                        replace(dst, k, src[k], where)
-                    elif strict:
-                        raise ValueError(f"[update_modules] module has no sub-module "
-                                         f"named {where!r}")
-            elif isinstance(src, list):
-                for i in range(len(src)):
-                    where = f"{path}.{i}"
-                    if i >= len(dst):
-                        if strict:
-                            raise ValueError(f"[update_modules] index {i} of {path!r} is out "
-                                             f"of range for a list of {len(dst)} entries")
-                        continue
-                    replace(dst, i, src[i], where)
-            elif strict:
-                raise ValueError(f"[update_modules] received an invalid type "
-                                 f"{type(src).__name__} at {path!r}")
-
-        apply(self, modules)
+        _update_tree(self, modules, choose, "update_modules", "sub-module", strict)
         return self
 
     def apply_to_modules(self, apply_fn: Callable[[str, "Module"], Any]) -> "Module":
@@ -342,11 +335,7 @@ class Module(dict):
             local_keys = m._validate_keys(local_keys, strict)
             m._no_grad.update(local_keys)
 
-        if recurse:
-            self.apply_to_modules(_freeze_impl)
-        else:
-            _freeze_impl("", self)
-        return self
+        return self._apply_local(_freeze_impl, recurse)
 
     def unfreeze(self, *, recurse: bool = True, keys: Optional[Union[str, List[str]]] = None,
                  strict: bool = False) -> "Module":
@@ -359,10 +348,14 @@ class Module(dict):
                 local_keys = m._validate_keys(keys, strict)
                 m._no_grad.difference_update(local_keys)
 
+        return self._apply_local(_unfreeze_impl, recurse)
+
+    def _apply_local(self, fn, recurse: bool) -> "Module":
+        """Calls ``fn(path, module)`` for this module and, with ``recurse``, its descendants."""
         if recurse:
-            self.apply_to_modules(_unfreeze_impl)
+            self.apply_to_modules(fn)
         else:
-            _unfreeze_impl("", self)
+            fn("", self)
         return self
 
     # ---- modes and dtypes --------------------------------------------------

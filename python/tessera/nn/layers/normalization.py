@@ -9,20 +9,29 @@ def _check_eps(cls, eps):
         raise ValueError(f"[{cls}] eps must be positive but is {eps}")
 
 
-class InstanceNorm(Module):
-    """Normalizes each channel of each sample over the spatial dims."""
+class _AffineNorm(Module):
+    """A normalization of ``dims`` features with eps > 0 and, with ``affine``,
+    a weight (ones) and, with ``bias``, a bias (zeros)."""
 
-    def __init__(self, dims: int, eps: float = 1e-5, affine: bool = False):
+    def __init__(self, dims: int, eps: float, affine: bool, bias: bool = True):
         super().__init__()
-        _check_eps("InstanceNorm", eps)
+        _check_eps(type(self).__name__, eps)
         if affine:
             self.weight = mx.ones((dims,))
-            self.bias = mx.zeros((dims,))
+            if bias:
+                self.bias = mx.zeros((dims,))
         self.dims = dims
         self.eps = eps
 
     def _extra_repr(self):
         return f"{self.dims}, eps={self.eps}, affine={'weight' in self}"
+
+
+class InstanceNorm(_AffineNorm):
+    """Normalizes each channel of each sample over the spatial dims."""
+
+    def __init__(self, dims: int, eps: float = 1e-5, affine: bool = False):
+        super().__init__(dims, eps, affine)
 
     def __call__(self, x):
         reduction_axes = tuple(range(1, x.ndim - 1))
@@ -32,21 +41,11 @@ class InstanceNorm(Module):
         return (self.weight * x + self.bias) if "weight" in self else x
 
 
-class LayerNorm(Module):
+class LayerNorm(_AffineNorm):
     """``(x - mean) * rsqrt(var + eps) * weight + bias`` over the last axis."""
 
     def __init__(self, dims: int, eps: float = 1e-5, affine: bool = True, bias: bool = True):
-        super().__init__()
-        _check_eps("LayerNorm", eps)
-        if affine:
-            self.weight = mx.ones((dims,))
-            if bias:
-                self.bias = mx.zeros((dims,))
-        self.eps = eps
-        self.dims = dims
-
-    def _extra_repr(self):
-        return f"{self.dims}, eps={self.eps}, affine={'weight' in self}"
+        super().__init__(dims, eps, affine, bias)
 
     def __call__(self, x):
         weight = self.weight if "weight" in self else None

@@ -11,6 +11,14 @@ def _uniform(scale, shape):
     return mx.random.uniform(low=-scale, high=scale, shape=shape)
 
 
+def _gate_weights(gates, input_size, hidden_size):
+    """The bound 1/sqrt(hidden_size), then the input and the hidden weights of
+    ``gates`` stacked gates, drawn uniformly within it in that order."""
+    scale = 1.0 / math.sqrt(hidden_size)
+    return (scale, _uniform(scale, (gates * hidden_size, input_size)),
+            _uniform(scale, (gates * hidden_size, hidden_size)))
+
+
 class RNN(Module):
     """Elman RNN: ``h_t = f(x_t Wxh^T + b + h_{t-1} Whh^T)`` (``f`` default tanh)."""
 
@@ -20,10 +28,8 @@ class RNN(Module):
         self.nonlinearity = nonlinearity or mx.tanh
         if not callable(self.nonlinearity):
             raise ValueError(f"[RNN] nonlinearity must be callable, got {nonlinearity!r}")
-        scale = 1.0 / math.sqrt(hidden_size)
         self.hidden_size = hidden_size
-        self.Wxh = _uniform(scale, (hidden_size, input_size))
-        self.Whh = _uniform(scale, (hidden_size, hidden_size))
+        scale, self.Wxh, self.Whh = _gate_weights(1, input_size, hidden_size)
         if bias:
             self.bias = _uniform(scale, (hidden_size,))
 
@@ -47,22 +53,34 @@ class RNN(Module):
         return mx.stack(all_hidden, axis=-2)
 
 
-class GRU(Module):
-    """Gated recurrent unit; gates in order r, z, n."""
+class _Gated(Module):
+    """GRU and LSTM: ``_gates`` gates stacked in Wx and Wh; ``_bound`` bounds
+    the uniform initial values, and ``_bias`` names the bias in the repr."""
 
-    def __init__(self, input_size: int, hidden_size: int, bias: bool = True):
+    _gates = 1
+    _bias = "bias"
+
+    def __init__(self, input_size: int, hidden_size: int):
         super().__init__()
         self.hidden_size = hidden_size
-        scale = 1.0 / math.sqrt(hidden_size)
-        self.Wx = _uniform(scale, (3 * hidden_size, input_size))
-        self.Wh = _uniform(scale, (3 * hidden_size, hidden_size))
-        if bias:
-            self.b = _uniform(scale, (3 * hidden_size,))
-            self.bhn = _uniform(scale, (hidden_size,))
+        self._bound, self.Wx, self.Wh = _gate_weights(self._gates, input_size, hidden_size)
 
     def _extra_repr(self):
         return (f"input_dims={self.Wx.shape[1]}, hidden_size={self.hidden_size}, "
-                f"bias={'b' in self}")
+                f"bias={self._bias in self}")
+
+
+class GRU(_Gated):
+    """Gated recurrent unit; gates in order r, z, n."""
+
+    _gates = 3
+    _bias = "b"
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True):
+        super().__init__(input_size, hidden_size)
+        if bias:
+            self.b = _uniform(self._bound, (3 * hidden_size,))
+            self.bhn = _uniform(self._bound, (hidden_size,))
 
     def __call__(self, x, hidden=None):
         H = self.hidden_size
@@ -99,22 +117,16 @@ class GRU(Module):
         return mx.stack(all_hidden, axis=-2)
 
 
-class LSTM(Module):
+class LSTM(_Gated):
     """Long short-term memory; gates in order i, f, g, o. Returns
     ``(all_hidden, all_cell)``."""
 
-    def __init__(self, input_size: int, hidden_size: int, bias: bool = True):
-        super().__init__()
-        self.hidden_size = hidden_size
-        scale = 1.0 / math.sqrt(hidden_size)
-        self.Wx = _uniform(scale, (4 * hidden_size, input_size))
-        self.Wh = _uniform(scale, (4 * hidden_size, hidden_size))
-        if bias:
-            self.bias = _uniform(scale, (4 * hidden_size,))
+    _gates = 4
 
-    def _extra_repr(self):
-        return (f"input_dims={self.Wx.shape[1]}, hidden_size={self.hidden_size}, "
-                f"bias={'bias' in self}")
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True):
+        super().__init__(input_size, hidden_size)
+        if bias:
+            self.bias = _uniform(self._bound, (4 * hidden_size,))
 
     def __call__(self, x, hidden=None, cell=None):
         H = self.hidden_size

@@ -68,35 +68,32 @@ class TransformerEncoderLayer(Module):
         self.attention = MultiHeadAttention(dims, num_heads)
         self.ln1 = LayerNorm(dims)
         self.ln2 = LayerNorm(dims)
-        self.linear1 = Linear(dims, mlp_dims)
-        self.linear2 = Linear(mlp_dims, dims)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.activation = activation
-        self.norm_first = norm_first
+        _init_feed_forward(self, dims, mlp_dims, dropout, 2, activation, norm_first)
 
     def __call__(self, x, mask):
         if self.norm_first:
             y = self.ln1(x)
-            y = self.attention(y, y, y, mask)
-            y = self.dropout1(y)
-            x = x + y
-            y = self.ln2(x)
-            y = self.linear1(y)
-            y = self.activation(y)
-            y = self.dropout2(y)
-            y = self.linear2(y)
-            y = x + y
-        else:
-            y = self.attention(x, x, x, mask)
-            y = self.dropout1(y)
-            x = self.ln1(x + y)
-            y = self.linear1(x)
-            y = self.activation(y)
-            y = self.dropout2(y)
-            y = self.linear2(y)
-            y = self.ln2(x + y)
-        return y
+            x = x + self.dropout1(self.attention(y, y, y, mask))
+            return x + _feed_forward(self, self.ln2(x), self.dropout2)
+        x = self.ln1(x + self.dropout1(self.attention(x, x, x, mask)))
+        return self.ln2(x + _feed_forward(self, x, self.dropout2))
+
+
+def _init_feed_forward(layer, dims, mlp_dims, dropout, dropouts, activation, norm_first):
+    """The members of a transformer layer after its attention and norms: the
+    feed-forward block, dropout1 .. dropout<dropouts>, the activation and the
+    norm_first flag."""
+    layer.linear1 = Linear(dims, mlp_dims)
+    layer.linear2 = Linear(mlp_dims, dims)
+    for i in range(1, dropouts + 1):
+        setattr(layer, f"dropout{i}", Dropout(dropout))
+    layer.activation = activation
+    layer.norm_first = norm_first
+
+
+def _feed_forward(layer, x, dropout):
+    """The feed-forward block of a transformer layer."""
+    return layer.linear2(dropout(layer.activation(layer.linear1(x))))
 
 
 def _checkpointed(layer, enabled):
@@ -106,22 +103,29 @@ def _checkpointed(layer, enabled):
     return checkpoint(layer)
 
 
-class TransformerEncoder(Module):
+class _LayerStack(Module):
+    """``num_layers`` layers of type ``_layer_type`` (each checkpointed with
+    ``checkpoint``), then a LayerNorm; a call passes its arguments to every layer."""
+
     def __init__(self, num_layers: int, dims: int, num_heads: int,
                  mlp_dims: Optional[int] = None, dropout: float = 0.0,
                  activation=relu, norm_first: bool = True, checkpoint: bool = False):
         super().__init__()
         self.layers = [
-            TransformerEncoderLayer(dims, num_heads, mlp_dims, dropout, activation, norm_first)
+            self._layer_type(dims, num_heads, mlp_dims, dropout, activation, norm_first)
             for _ in range(num_layers)
         ]
         self.ln = LayerNorm(dims)
         self.checkpoint = checkpoint
 
-    def __call__(self, x, mask):
+    def __call__(self, x, *args):
         for layer in self.layers:
-            x = _checkpointed(layer, self.checkpoint)(x, mask)
+            x = _checkpointed(layer, self.checkpoint)(x, *args)
         return self.ln(x)
+
+
+class TransformerEncoder(_LayerStack):
+    _layer_type = TransformerEncoderLayer
 
 
 class TransformerDecoderLayer(Module):
@@ -135,61 +139,22 @@ class TransformerDecoderLayer(Module):
         self.ln1 = LayerNorm(dims)
         self.ln2 = LayerNorm(dims)
         self.ln3 = LayerNorm(dims)
-        self.linear1 = Linear(dims, mlp_dims)
-        self.linear2 = Linear(mlp_dims, dims)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.dropout3 = Dropout(dropout)
-        self.activation = activation
-        self.norm_first = norm_first
+        _init_feed_forward(self, dims, mlp_dims, dropout, 3, activation, norm_first)
 
     def __call__(self, x, memory, x_mask, memory_mask):
         if self.norm_first:
             y = self.ln1(x)
-            y = self.self_attention(y, y, y, x_mask)
-            y = self.dropout1(y)
-            x = x + y
+            x = x + self.dropout1(self.self_attention(y, y, y, x_mask))
             y = self.ln2(x)
-            y = self.cross_attention(y, memory, memory, memory_mask)
-            y = self.dropout2(y)
-            x = x + y
-            y = self.ln3(x)
-            y = self.linear1(y)
-            y = self.activation(y)
-            y = self.dropout3(y)
-            y = self.linear2(y)
-            y = x + y
-        else:
-            y = self.self_attention(x, x, x, x_mask)
-            y = self.dropout1(y)
-            x = self.ln1(x + y)
-            y = self.cross_attention(x, memory, memory, memory_mask)
-            y = self.dropout2(y)
-            x = self.ln2(x + y)
-            y = self.linear1(x)
-            y = self.activation(y)
-            y = self.dropout3(y)
-            y = self.linear2(y)
-            y = self.ln3(x + y)
-        return y
+            x = x + self.dropout2(self.cross_attention(y, memory, memory, memory_mask))
+            return x + _feed_forward(self, self.ln3(x), self.dropout3)
+        x = self.ln1(x + self.dropout1(self.self_attention(x, x, x, x_mask)))
+        x = self.ln2(x + self.dropout2(self.cross_attention(x, memory, memory, memory_mask)))
+        return self.ln3(x + _feed_forward(self, x, self.dropout3))
 
 
-class TransformerDecoder(Module):
-    def __init__(self, num_layers: int, dims: int, num_heads: int,
-                 mlp_dims: Optional[int] = None, dropout: float = 0.0,
-                 activation=relu, norm_first: bool = True, checkpoint: bool = False):
-        super().__init__()
-        self.layers = [
-            TransformerDecoderLayer(dims, num_heads, mlp_dims, dropout, activation, norm_first)
-            for _ in range(num_layers)
-        ]
-        self.ln = LayerNorm(dims)
-        self.checkpoint = checkpoint
-
-    def __call__(self, x, memory, x_mask, memory_mask):
-        for layer in self.layers:
-            x = _checkpointed(layer, self.checkpoint)(x, memory, x_mask, memory_mask)
-        return self.ln(x)
+class TransformerDecoder(_LayerStack):
+    _layer_type = TransformerDecoderLayer
 
 
 class Transformer(Module):
