@@ -11,11 +11,12 @@ Further arguments keep only the benchmarks whose name contains one of them.
 Lines are those of bench/bench_gpu.cpp: name, seconds (median), work, unit.
 Attention counts 4·B·H·Tq·Tkv·D flops forward (half of it when causal) and
 3.5 times that for forward and backward; norms and rope count the bytes read
-and written once (forward and backward: x, y, the cotangent and dx); decode counts the bytes of k and v.
+and written once (forward and backward: x, y, the cotangent and dx); decode
+counts the bytes of k and v.
 """
-import json
 import sys
-import time
+
+from measure import report, time_median
 
 FRAMEWORK = sys.argv[1] if len(sys.argv) > 1 else "tessera"
 FILTERS = sys.argv[2:]
@@ -25,22 +26,8 @@ def wanted(name):
     return not FILTERS or any(f in name for f in FILTERS)
 
 
-def report(name, seconds, work, unit):
-    print(json.dumps({"name": name, "seconds": seconds, "work": work, "unit": unit}), flush=True)
-
-
 def median_time(run, sync, reps=10, warmup=3):
-    for _ in range(warmup):
-        run()
-    sync()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        run()
-        sync()
-        times.append(time.perf_counter() - t0)
-    times.sort()
-    return times[len(times) // 2]
+    return time_median(run, reps, warmup, sync)
 
 
 def attention_flops(b, h, tq, tkv, d, causal):

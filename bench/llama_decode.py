@@ -13,9 +13,10 @@ Prints JSON lines as bench/bench_gpu.cpp does: the prompt's prefill (tokens)
 and the decode (seconds per generated token), and for the MLX-API frameworks the
 host time to build one decode step's graph (not run).
 """
-import json
 import sys
 import time
+
+from measure import report
 
 CONFIGS = {  # dim, layers, heads, kv_heads, hidden, vocab
     "1b": (2048, 16, 32, 8, 8192, 128256),
@@ -26,8 +27,6 @@ CONFIGS = {  # dim, layers, heads, kv_heads, hidden, vocab
 PROMPT, GENERATE = 512, 128
 
 
-def report(name, seconds, work, unit):
-    print(json.dumps({"name": name, "seconds": seconds, "work": work, "unit": unit}), flush=True)
 
 
 def run_mlx_api(mx, nn, size, quantize):

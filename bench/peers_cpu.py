@@ -1,25 +1,10 @@
 """The NumPy side of bench/bench_cpu.cpp: the same ops, same sizes, same output format."""
 import json
 import sys
-import time
 
 import numpy as np
 
-
-def time_median(f, reps=7, warmup=2):
-    for _ in range(warmup):
-        f()
-    t = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        f()
-        t.append(time.perf_counter() - t0)
-    t.sort()
-    return t[len(t) // 2]
-
-
-def report(name, seconds, work, unit):
-    print(json.dumps({"name": name, "seconds": seconds, "work": work, "unit": unit}), flush=True)
+from measure import report, time_median
 
 
 def filled(shape, start):

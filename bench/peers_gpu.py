@@ -1,29 +1,15 @@
 """The PyTorch side of bench/bench_gpu.cpp: same ops, sizes and output format."""
-import json
 import sys
-import time
 
 import torch
 
+import measure
+from measure import report
 from peers_mlp import mlp_step
 
 
 def time_median(f, reps=7, warmup=2):
-    for _ in range(warmup):
-        f()
-    torch.cuda.synchronize()
-    t = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        f()
-        torch.cuda.synchronize()
-        t.append(time.perf_counter() - t0)
-    t.sort()
-    return t[len(t) // 2]
-
-
-def report(name, seconds, work, unit):
-    print(json.dumps({"name": name, "seconds": seconds, "work": work, "unit": unit}), flush=True)
+    return measure.time_median(f, reps, warmup, torch.cuda.synchronize)
 
 
 def filled(shape, dtype=torch.float32):

@@ -1,22 +1,8 @@
 """PyTorch's side of bench/mlp.h: value_and_grad of a 4-layer perceptron (width
 1024, batch 256, float32, relu, mean squared error) in eager autograd."""
-import time
-
 import torch
 
-
-def time_median(f, reps, warmup, sync):
-    for _ in range(warmup):
-        f()
-    sync()
-    t = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        f()
-        sync()
-        t.append(time.perf_counter() - t0)
-    t.sort()
-    return t[len(t) // 2]
+from measure import time_median
 
 
 def mlp_step(dev):

@@ -384,3 +384,15 @@ def test_muon(nesterov):
 
 
 RNG_PARAMS = np.random.default_rng(5)
+
+
+def test_update_skips_gradient_parts_that_hold_no_array():
+    # A model's non-array attributes (a list of str) come back from grad as
+    # empty containers: nothing to update there, and no error.
+    opt = optim.SGD(learning_rate=0.5)
+    params = {"w": mx.array([1.0, 2.0]), "kinds": ["a", "b"]}
+    grads = {"w": mx.array([1.0, 1.0]), "kinds": [{}, {}]}
+    out = opt.apply_gradients(grads, params)
+    np.testing.assert_allclose(np.array(out["w"]), [0.5, 1.5])
+    with pytest.raises(ValueError, match=r"\[SGD.update\]"):
+        opt.apply_gradients({"v": mx.array([1.0])}, params)

@@ -9,7 +9,11 @@ from tessera.utils import tree_flatten, tree_map, tree_merge, tree_reduce, tree_
 
 def _check_tree(optimizer, gradients, parameters, path):
     """Every entry of ``gradients`` must be one of ``parameters``: ValueError
-    naming the first that is not, before any state changes."""
+    naming the first that is not, before any state changes. A part of the
+    gradients that holds no array (an empty dict or list where the model keeps
+    other attributes) updates nothing and is not checked."""
+    if not tree_flatten(gradients):
+        return
     if isinstance(gradients, dict):
         if not isinstance(parameters, dict):
             raise ValueError(f"[{optimizer}.update] the gradients have a dict at "
