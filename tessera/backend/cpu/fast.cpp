@@ -20,15 +20,6 @@ namespace tessera::fast {
 
 namespace {
 
-// f(std::type_identity<T>{}) for the storage type T of a kernel dtype.
-template <typename F>
-void dispatch_kernel(Dtype t, const char* op, F&& f) {
-  if (t == float32) return f(std::type_identity<float>{});
-  if (t == float16) return f(std::type_identity<float16_t>{});
-  if (t == bfloat16) return f(std::type_identity<bfloat16_t>{});
-  throw std::logic_error(std::string("[") + op + "] no kernel for " + dtype_name(t) + " (bug)");
-}
-
 template <typename T>
 float round_to(float v) {
   return static_cast<float>(T(v));

@@ -17,13 +17,12 @@ namespace {
 
 using namespace gpu::fast_kernels;
 
-// f(std::type_identity<T>{}) for the device type T of a kernel dtype.
+// f(TypeTag<T>{}) for the device type T of a kernel dtype (fast::dispatch_kernel).
 template <typename F>
-void dispatch_kernel(Dtype t, const char* op, F&& f) {
-  if (t == float32) return f(std::type_identity<float>{});
-  if (t == float16) return f(std::type_identity<__half>{});
-  if (t == bfloat16) return f(std::type_identity<__nv_bfloat16>{});
-  throw std::logic_error(std::string("[") + op + "] no kernel for " + dtype_name(t) + " (bug)");
+void dispatch_device_kernel(Dtype t, const char* op, F&& f) {
+  dispatch_kernel(t, op, [&](auto tag) {
+    f(TypeTag<gpu::device_t<typename decltype(tag)::type>>{});
+  });
 }
 
 // a itself when row-contiguous from a 16-byte aligned address, else a dense copy.
@@ -67,7 +66,7 @@ void forward(const std::vector<array>& inputs, int weight, int bias, bool rms, f
              array& out, const Stream& s, const char* op) {
   Norm n = prepare(inputs, weight, bias, rms, eps, s, op);
   n.args.out = gpu::allocate_output(out, s);
-  dispatch_kernel(n.x.dtype(), op, [&](auto tag) {
+  dispatch_device_kernel(n.x.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     TESSERA_CUDA_CHECK(norm_forward<T>(n.args, n.launch, gpu::cuda_stream(s)));
   });
@@ -81,7 +80,7 @@ void backward(const std::vector<array>& inputs, std::vector<array>& outputs, boo
   array cot = dense(inputs.back(), s, op);
   n.args.cot = gpu::device_ptr(cot, s);
   n.args.out = gpu::allocate_output(outputs[0], s);
-  dispatch_kernel(n.x.dtype(), op, [&](auto tag) {
+  dispatch_device_kernel(n.x.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const int blocks =
         norm_backward_blocks<T>(n.args, n.launch, gpu::properties().multiProcessorCount);
@@ -148,7 +147,7 @@ void RoPE::eval_gpu(const std::vector<array>& inputs, std::vector<array>& output
   a.M = static_cast<int>(x.size() / (static_cast<size_t>(a.B) * a.T * a.D));
   a.dims = dims_;
   const bool vector_ok = rope_vector_ok(a, static_cast<int>(16 / x.itemsize()), traditional_, true);
-  dispatch_kernel(x.dtype(), "RoPE", [&](auto tag) {
+  dispatch_device_kernel(x.dtype(), "RoPE", [&](auto tag) {
     using T = typename decltype(tag)::type;
     TESSERA_CUDA_CHECK(rope<T>(a, traditional_, vector_ok, gpu::cuda_stream(s)));
   });

@@ -43,7 +43,10 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
+#include <string>
 
+#include "tessera/core/dispatch.h"
 #include "tessera/core/primitive.h"
 
 namespace tessera::fast {
@@ -65,6 +68,24 @@ class Custom : public Primitive {
   void eval_fallback(const std::vector<array>& inputs, std::vector<array>& outputs);
   Fallback fallback_;
 };
+
+// The dtypes of the fused norm and rope kernels on every backend.
+inline bool kernel_dtype(Dtype t) { return t == float32 || t == float16 || t == bfloat16; }
+
+// Calls f(TypeTag<T>{}) for the host element type T of a kernel dtype (a
+// backend maps it to its own storage type); another dtype here is a bug.
+template <typename F>
+void dispatch_kernel(Dtype t, const char* op, F&& f) {
+  if (!kernel_dtype(t)) {
+    throw std::logic_error(std::string("[") + op + "] no kernel for " + dtype_name(t) + " (bug)");
+  }
+  dispatch_all(t, [&](auto tag) {
+    if constexpr (sizeof(typename decltype(tag)::type) <= 4 &&
+                  is_float_v<typename decltype(tag)::type>) {
+      f(tag);
+    }
+  });
+}
 
 // Whether the GPU's norm kernels take rows of d elements of `itemsize` bytes:
 // up to 16384 elements when rows are whole 16-byte vectors, else up to 8192

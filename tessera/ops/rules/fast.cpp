@@ -70,8 +70,6 @@ std::pair<std::vector<array>, std::vector<int>> Custom::vmap(const std::vector<a
 
 namespace {
 
-bool kernel_dtype(Dtype t) { return t == float32 || t == float16 || t == bfloat16; }
-
 // The gradients of p's primals picked by argnums, from its fused vjp node
 // over {primals..., cotangent}; the fallback of that node is the vjp of p's
 // fallback. A cotangent of another dtype than x's goes through p's fallback.
