@@ -123,27 +123,28 @@ def upsample_nearest(x, scale_factor: Tuple):
     return _resize(x, [_nearest_matrix(n, s) for n, s in zip(x.shape[1:-1], scale_factor)])
 
 
+def _separable(x, scale_factor, align_corners, antialias, matrix, support, window):
+    """Resizes each spatial dim by its factor through one interpolation matrix:
+    ``matrix(n, s, align_corners)``, or with ``antialias`` the filter ``window``
+    of half-width ``support`` widened for downsampling."""
+    _check_antialias(align_corners, antialias)
+    sizes = zip(x.shape[1:-1], scale_factor)
+    if antialias:
+        return _resize(x, [_antialias_matrix(n, s, support, window) for n, s in sizes])
+    return _resize(x, [matrix(n, s, align_corners) for n, s in sizes])
+
+
 def upsample_linear(x, scale_factor: Tuple, align_corners: bool = False,
                     antialias: bool = False):
     """(Multi-)linear resize by ``scale_factor`` (one factor per spatial dim)."""
-    _check_antialias(align_corners, antialias)
-    if antialias:
-        return _resize(x, [_antialias_matrix(n, s, 1.0, _triangle)
-                           for n, s in zip(x.shape[1:-1], scale_factor)])
-    return _resize(x, [_linear_matrix(n, s, align_corners)
-                       for n, s in zip(x.shape[1:-1], scale_factor)])
+    return _separable(x, scale_factor, align_corners, antialias, _linear_matrix, 1.0, _triangle)
 
 
 def upsample_cubic(x, scale_factor: Tuple, align_corners: bool = False,
                    antialias: bool = False):
     """(Multi-)cubic resize by ``scale_factor``: Keys' kernel with a = -0.75,
     or a = -0.5 and a filter widened for downsampling with ``antialias``."""
-    _check_antialias(align_corners, antialias)
-    if antialias:
-        return _resize(x, [_antialias_matrix(n, s, 2.0, _cubic_pil)
-                           for n, s in zip(x.shape[1:-1], scale_factor)])
-    return _resize(x, [_cubic_matrix(n, s, align_corners)
-                       for n, s in zip(x.shape[1:-1], scale_factor)])
+    return _separable(x, scale_factor, align_corners, antialias, _cubic_matrix, 2.0, _cubic_pil)
 
 
 class Upsample(Module):
