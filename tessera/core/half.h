@@ -67,29 +67,23 @@ inline float bf16_bits_to_float(uint16_t b) {
 
 }  // namespace detail
 
-struct float16_t {
+// A 16-bit float stored as its bits, converted through float with the
+// format's two conversions.
+template <uint16_t (*ToBits)(float), float (*FromBits)(uint16_t)>
+struct Float16Storage {
   uint16_t bits;
-  float16_t() = default;
-  float16_t(float f) : bits(detail::float_to_half_bits(f)) {}
-  operator float() const { return detail::half_bits_to_float(bits); }
-  static float16_t from_bits(uint16_t b) {
-    float16_t h;
+  Float16Storage() = default;
+  Float16Storage(float f) : bits(ToBits(f)) {}
+  operator float() const { return FromBits(bits); }
+  static Float16Storage from_bits(uint16_t b) {
+    Float16Storage h;
     h.bits = b;
     return h;
   }
 };
 
-struct bfloat16_t {
-  uint16_t bits;
-  bfloat16_t() = default;
-  bfloat16_t(float f) : bits(detail::float_to_bf16_bits(f)) {}
-  operator float() const { return detail::bf16_bits_to_float(bits); }
-  static bfloat16_t from_bits(uint16_t b) {
-    bfloat16_t h;
-    h.bits = b;
-    return h;
-  }
-};
+using float16_t = Float16Storage<detail::float_to_half_bits, detail::half_bits_to_float>;
+using bfloat16_t = Float16Storage<detail::float_to_bf16_bits, detail::bf16_bits_to_float>;
 
 static_assert(sizeof(float16_t) == 2 && sizeof(bfloat16_t) == 2);
 

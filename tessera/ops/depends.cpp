@@ -60,12 +60,7 @@ class Depends : public Primitive {
 std::vector<array> depends(const std::vector<array>& inputs,
                            const std::vector<array>& dependencies) {
   if (inputs.empty()) return {};
-  std::vector<Shape> shapes;
-  std::vector<Dtype> dtypes;
-  for (const auto& x : inputs) {
-    shapes.push_back(x.shape());
-    dtypes.push_back(x.dtype());
-  }
+  auto [shapes, dtypes] = shapes_and_dtypes(inputs);
   std::vector<array> all = inputs;
   all.insert(all.end(), dependencies.begin(), dependencies.end());
   auto p = std::make_shared<Depends>(to_stream(std::monostate{}), static_cast<int>(inputs.size()));

@@ -13,8 +13,11 @@ namespace tessera::fast {
 
 namespace {
 
-thread_local bool t_force_primitive = false;
-thread_local bool t_force_fallback = false;
+// Whether a ForceScope<F> is open on this thread.
+bool& forced(Force f) {
+  thread_local bool flags[2] = {false, false};
+  return flags[static_cast<int>(f)];
+}
 
 // The node of p over inputs (one output of this shape and dtype), or the
 // fallback's graph where no kernel covers the case.
@@ -61,7 +64,7 @@ void check_affine(const char* op, const std::optional<array>& w, const array& x,
 
 std::vector<array> node_or_fallback(std::shared_ptr<Custom> p, std::vector<Shape> shapes,
                                     std::vector<Dtype> dtypes, std::vector<array> inputs) {
-  if (t_force_fallback || (!t_force_primitive && p->use_fallback(inputs))) {
+  if (forced(Force::fallback) || (!forced(Force::primitive) && p->use_fallback(inputs))) {
     return p->fallback()(std::move(inputs));
   }
   if (shapes.size() == 1) {
@@ -70,10 +73,16 @@ std::vector<array> node_or_fallback(std::shared_ptr<Custom> p, std::vector<Shape
   return array::make_arrays(std::move(shapes), dtypes, p, inputs);
 }
 
-PrimitiveScope::PrimitiveScope() : previous_(t_force_primitive) { t_force_primitive = true; }
-PrimitiveScope::~PrimitiveScope() { t_force_primitive = previous_; }
-FallbackScope::FallbackScope() : previous_(t_force_fallback) { t_force_fallback = true; }
-FallbackScope::~FallbackScope() { t_force_fallback = previous_; }
+template <Force F>
+ForceScope<F>::ForceScope() : previous_(forced(F)) {
+  forced(F) = true;
+}
+template <Force F>
+ForceScope<F>::~ForceScope() {
+  forced(F) = previous_;
+}
+template class ForceScope<Force::primitive>;
+template class ForceScope<Force::fallback>;
 
 array rms_norm(const array& x, const std::optional<array>& weight, float eps, StreamOrDevice s) {
   check_normalised("rms_norm", x);

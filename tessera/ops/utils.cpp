@@ -25,6 +25,16 @@ std::string seq_str(const V& v) {
 std::string shape_str(const Shape& shape) { return seq_str(shape); }
 std::string ints_str(const std::vector<int>& v) { return seq_str(v); }
 
+std::pair<std::vector<Shape>, std::vector<Dtype>> shapes_and_dtypes(
+    const std::vector<array>& arrays) {
+  std::pair<std::vector<Shape>, std::vector<Dtype>> r;
+  for (const auto& a : arrays) {
+    r.first.push_back(a.shape());
+    r.second.push_back(a.dtype());
+  }
+  return r;
+}
+
 void throw_invalid(const char* op, const std::string& what) {
   throw std::invalid_argument("[" + std::string(op) + "] " + what);
 }

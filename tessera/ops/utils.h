@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tessera/core/array.h"
@@ -17,6 +18,10 @@ std::string ints_str(const std::vector<int>& v);
 // "[op] shapes (2,3) and (4,) cannot be broadcast".
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op = "broadcast_shapes");
 Shape broadcast_shapes(const std::vector<Shape>& shapes, const char* op = "broadcast_shapes");
+
+// Each array's shape and dtype, as array::make_arrays takes them.
+std::pair<std::vector<Shape>, std::vector<Dtype>> shapes_and_dtypes(
+    const std::vector<array>& arrays);
 
 // Axis in [-ndim, ndim) -> [0, ndim); throws std::invalid_argument
 // "[op] axis 3 is out of bounds for an array with 2 dimensions".

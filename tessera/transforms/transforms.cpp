@@ -605,12 +605,7 @@ VecFn custom_function(VecFn fun, std::optional<CustomVjp> fun_vjp,
     std::vector<array> detached;
     for (auto& in : inputs) detached.push_back(stop_gradient(in));
     std::vector<array> outs = fun(detached);
-    std::vector<Shape> shapes;
-    std::vector<Dtype> dtypes;
-    for (auto& o : outs) {
-      shapes.push_back(o.shape());
-      dtypes.push_back(o.dtype());
-    }
+    auto [shapes, dtypes] = shapes_and_dtypes(outs);
     std::vector<array> all = inputs;
     all.insert(all.end(), outs.begin(), outs.end());
     Stream s = default_stream(default_device());

@@ -19,16 +19,15 @@
 
 namespace tessera::creation {
 
-TESSERA_CREATION_HD float mul_rn(float a, float b) {
+// a * b rounded once, never fused into an FMA (T is float or double).
+template <typename T>
+TESSERA_CREATION_HD T mul_rn(T a, T b) {
 #ifdef __CUDA_ARCH__
-  return __fmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-TESSERA_CREATION_HD double mul_rn(double a, double b) {
-#ifdef __CUDA_ARCH__
-  return __dmul_rn(a, b);
+  if constexpr (sizeof(T) == sizeof(float)) {
+    return __fmul_rn(a, b);
+  } else {
+    return __dmul_rn(a, b);
+  }
 #else
   return a * b;
 #endif

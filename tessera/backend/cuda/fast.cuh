@@ -36,17 +36,6 @@
 
 namespace tessera::gpu::fast_kernels {
 
-template <typename T>
-__device__ __forceinline__ T narrow(float v) {
-  if constexpr (std::is_same_v<T, __half>) {
-    return __float2half_rn(v);
-  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return __float2bfloat16_rn(v);
-  } else {
-    return v;
-  }
-}
-
 // v rounded to T and back.
 template <typename T>
 __device__ __forceinline__ float round_to(float v) {

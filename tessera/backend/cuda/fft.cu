@@ -187,6 +187,14 @@ __global__ void real_bins_kernel(cufftComplex* x, int64_t outer, int64_t m, int6
 
 constexpr int kThreads = 256;
 
+// A real transform over one point: the value itself, between float32 and
+// complex64 (rows of `shape`, row-major).
+void one_point(const Shape& shape, const void* x, Dtype from, void* y, Dtype to,
+               const Stream& s) {
+  Strides st = row_major_strides(shape);
+  gpu::copy_gpu(shape, x, from, st, y, to, st, s, "FFT");
+}
+
 }  // namespace
 
 void FFT::eval_gpu(const std::vector<array>& inputs, array& out) {
@@ -213,9 +221,7 @@ void FFT::eval_gpu(const std::vector<array>& inputs, array& out) {
     auto* y = static_cast<cufftComplex*>(gpu::allocate_output(out, s));
     Run r = make_run(in.shape(), last, last);
     if (real_n_ == 1) {
-      // One bin: the value itself.
-      Strides st = row_major_strides(in.shape());
-      gpu::copy_gpu(in.shape(), x, float32, st, y, complex64, st, s, "FFT");
+      one_point(in.shape(), x, float32, y, complex64, s);  // one bin: the value itself
     } else {
       const long long n = r.dims[0], block = n * r.inner, padded = real_block(r, block);
       std::optional<array> aligned;
@@ -248,9 +254,7 @@ void FFT::eval_gpu(const std::vector<array>& inputs, array& out) {
     gpu::check_launch("FFT");
     auto* y = static_cast<cufftReal*>(gpu::allocate_output(out, s));
     if (real_n_ == 1) {
-      // One sample: the real part of the one bin.
-      Strides st = row_major_strides(out.shape());
-      gpu::copy_gpu(out.shape(), x, complex64, st, y, float32, st, s, "FFT");
+      one_point(out.shape(), x, complex64, y, float32, s);  // the real part of the one bin
     } else {
       const long long n = r.dims[0], block = n * r.inner, padded = real_block(r, block);
       std::optional<array> aligned;

@@ -105,6 +105,17 @@ int64_t batch_count(const array& a) {
   return n;
 }
 
+// The stack of m x n matrices a factorization reads (k = min(m, n)), in dtype
+// t, which cuSOLVER knows as dt.
+struct Matrices {
+  Matrices(const array& a, const char* op)
+      : m(a.shape(-2)), n(a.shape(-1)), k(std::min(m, n)), batches(batch_count(a)),
+        t(a.dtype()), dt(cuda_type(t, op)) {}
+  int64_t m, n, k, batches;
+  Dtype t;
+  cudaDataType dt;
+};
+
 // dst (batches of R x C, column-major) = src (batches of R x C, row-major).
 void to_col_major(const void* src, void* dst, int64_t batches, int64_t r, int64_t c, Dtype t,
                   const Stream& s, const char* op) {
@@ -347,9 +358,7 @@ void Solve::eval_gpu(const std::vector<array>& inputs, array& out) {
 void Inverse::eval_gpu(const std::vector<array>& inputs, array& out) {
   const Stream& s = stream();
   const char* op = triangular_ ? "linalg::tri_inv" : "linalg::inv";
-  const int64_t n = out.shape(-1), batches = batch_count(out);
-  const Dtype t = out.dtype();
-  const cudaDataType dt = cuda_type(t, op);
+  [[maybe_unused]] const auto [m, n, k, batches, t, dt] = Matrices(out, op);
   if (out.size() == 0) {
     gpu::allocate_output(out, s);
     return;
@@ -394,9 +403,7 @@ void Inverse::eval_gpu(const std::vector<array>& inputs, array& out) {
 void Cholesky::eval_gpu(const std::vector<array>& inputs, array& out) {
   const Stream& s = stream();
   const char* op = "linalg::cholesky";
-  const int64_t n = out.shape(-1), batches = batch_count(out);
-  const Dtype t = out.dtype();
-  const cudaDataType dt = cuda_type(t, op);
+  [[maybe_unused]] const auto [m, n, k, batches, t, dt] = Matrices(out, op);
   if (out.size() == 0) {
     gpu::allocate_output(out, s);
     return;
@@ -432,9 +439,7 @@ void QRF::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs
   const Stream& s = stream();
   const char* op = "linalg::qr";
   const array& a = inputs[0];
-  const int64_t m = a.shape(-2), n = a.shape(-1), k = std::min(m, n), batches = batch_count(a);
-  const Dtype t = a.dtype();
-  const cudaDataType dt = cuda_type(t, op);
+  const auto [m, n, k, batches, t, dt] = Matrices(a, op);
   void* q = gpu::allocate_output(outputs[0], s);
   void* r = gpu::allocate_output(outputs[1], s);
   if (k == 0 || batches == 0) return;
@@ -491,9 +496,7 @@ void SVD::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs
   const Stream& s = stream();
   const char* op = "linalg::svd";
   const array& a = inputs[0];
-  const int64_t m = a.shape(-2), n = a.shape(-1), k = std::min(m, n), batches = batch_count(a);
-  const Dtype t = a.dtype();
-  const cudaDataType dt = cuda_type(t, op);
+  const auto [m, n, k, batches, t, dt] = Matrices(a, op);
   void* u = compute_uv_ ? gpu::allocate_output(outputs[0], s) : nullptr;
   void* sv = gpu::allocate_output(outputs[compute_uv_ ? 1 : 0], s);
   void* vt = compute_uv_ ? gpu::allocate_output(outputs[2], s) : nullptr;

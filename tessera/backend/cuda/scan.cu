@@ -146,10 +146,10 @@ void run_scan(const void* xv, void* yv, const AxisPlan& p, bool reverse, bool in
 
 void Scan::eval_gpu(const std::vector<array>& inputs, array& out) {
   const array& in = inputs[0];
+  if (in.dtype() != out.dtype()) throw std::logic_error("[Scan] input and output dtypes differ (bug)");
   const Stream& s = stream();
   void* y = allocate_output(out, s);
   if (out.size() == 0) return;
-  if (in.dtype() != out.dtype()) throw std::logic_error("[Scan] input and output dtypes differ (bug)");
   AxisPlan p = axis_plan(in.shape(), in.strides(), in.ndim() == 0 ? 0 : axis_);
   const void* x = device_ptr(in, s);
   dispatch_device(in.dtype(), [&](auto tag) {

@@ -158,10 +158,10 @@ __global__ void permute_kernel(const T* x, const uint32_t* perm, Dims<2> d, int6
 
 void Sort::eval_gpu(const std::vector<array>& inputs, array& out) {
   const array& in = inputs[0];
+  AxisPlan p = axis_plan(in.shape(), in.strides(), axis_);
   const Stream& s = stream();
   void* y = allocate_output(out, s);
   if (out.size() == 0) return;
-  AxisPlan p = axis_plan(in.shape(), in.strides(), axis_);
   const void* x = device_ptr(in, s);
   dispatch_device(in.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -90,6 +90,12 @@ __device__ __forceinline__ dev_compute_t<T> widen(T v) {
   }
 }
 
+// float rounded to T (to nearest even for 16-bit floats).
+template <typename T>
+__device__ __forceinline__ T narrow(float v) {
+  return T(v);
+}
+
 // N elements in one aligned load or store (16 bytes for the widest type).
 template <typename T, int N>
 struct alignas(sizeof(T) * N) Vec {

@@ -109,47 +109,31 @@ class NormBase : public Custom {
   bool has_weight_, has_bias_;
 };
 
-// Inputs {x, weight?}; has_bias is false.
-class RMSNorm : public NormBase {
- public:
-  using NormBase::NormBase;
-  TESSERA_PRIMITIVE_NAME(RMSNorm)
-  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
-  TESSERA_EVAL_GPU_MULTI
-  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
-                         const std::vector<int>& argnums,
-                         const std::vector<array>& outputs) override;
-};
-
-// Inputs {x, weight?, cotangent}; outputs {dx, dweight?}.
-class RMSNormVJP : public NormBase {
- public:
-  using NormBase::NormBase;
-  TESSERA_PRIMITIVE_NAME(RMSNormVJP)
-  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
-  TESSERA_EVAL_GPU_MULTI
-};
-
-// Inputs {x, weight?, bias?}.
-class LayerNorm : public NormBase {
- public:
-  using NormBase::NormBase;
-  TESSERA_PRIMITIVE_NAME(LayerNorm)
-  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
-  TESSERA_EVAL_GPU_MULTI
-  std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
-                         const std::vector<int>& argnums,
-                         const std::vector<array>& outputs) override;
-};
-
-// Inputs {x, weight?, bias?, cotangent}; outputs {dx, dweight?, dbias?}.
-class LayerNormVJP : public NormBase {
- public:
-  using NormBase::NormBase;
-  TESSERA_PRIMITIVE_NAME(LayerNormVJP)
-  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
-  TESSERA_EVAL_GPU_MULTI
-};
+// A norm's forward NAME (inputs {x, weight?, bias?}; RMSNorm has no bias) and
+// backward NAME##VJP (inputs {x, weight?, bias?, cotangent}; outputs {dx,
+// dweight?, dbias?}).
+#define TESSERA_NORM(NAME)                                                                    \
+  class NAME : public NormBase {                                                              \
+   public:                                                                                    \
+    using NormBase::NormBase;                                                                 \
+    TESSERA_PRIMITIVE_NAME(NAME)                                                              \
+    void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;    \
+    TESSERA_EVAL_GPU_MULTI                                                                    \
+    std::vector<array> vjp(const std::vector<array>& primals,                                 \
+                           const std::vector<array>& cotangents,                              \
+                           const std::vector<int>& argnums,                                   \
+                           const std::vector<array>& outputs) override;                       \
+  };                                                                                          \
+  class NAME##VJP : public NormBase {                                                         \
+   public:                                                                                    \
+    using NormBase::NormBase;                                                                 \
+    TESSERA_PRIMITIVE_NAME(NAME##VJP)                                                         \
+    void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;    \
+    TESSERA_EVAL_GPU_MULTI                                                                    \
+  };
+TESSERA_NORM(RMSNorm)
+TESSERA_NORM(LayerNorm)
+#undef TESSERA_NORM
 
 // Inputs {x, offset (0-d or (B,)), freqs?}; base is unset when freqs is given.
 // The kernels take x of a kernel dtype, offsets of int32, int64 or float32 and
@@ -228,30 +212,22 @@ class ScaledDotProductAttentionVJP : public Custom {
   bool has_sinks_;
 };
 
-// Within its scope, the fast ops of the calling thread create their
-// primitive whatever use_fallback says (see Note [Fast primitives]).
-class PrimitiveScope {
+// Within its scope, the fast ops of the calling thread create their primitive
+// (Force::primitive) or return their fallback's graph (Force::fallback),
+// whatever use_fallback says (see Note [Fast primitives]).
+enum class Force { primitive, fallback };
+template <Force F>
+class ForceScope {
  public:
-  PrimitiveScope();
-  ~PrimitiveScope();
-  PrimitiveScope(const PrimitiveScope&) = delete;
-  PrimitiveScope& operator=(const PrimitiveScope&) = delete;
+  ForceScope();
+  ~ForceScope();
+  ForceScope(const ForceScope&) = delete;
+  ForceScope& operator=(const ForceScope&) = delete;
 
  private:
   bool previous_;
 };
-
-// Within its scope, the fast ops of the calling thread return their
-// fallback's graph whatever use_fallback says (see Note [Fast primitives]).
-class FallbackScope {
- public:
-  FallbackScope();
-  ~FallbackScope();
-  FallbackScope(const FallbackScope&) = delete;
-  FallbackScope& operator=(const FallbackScope&) = delete;
-
- private:
-  bool previous_;
-};
+using PrimitiveScope = ForceScope<Force::primitive>;
+using FallbackScope = ForceScope<Force::fallback>;
 
 }  // namespace tessera::fast

@@ -87,12 +87,7 @@ std::vector<array> fused_vjp(Custom& p, const std::vector<array>& primals,
     in.pop_back();
     return tessera::vjp(forward, in, {cot}).second;
   };
-  std::vector<Shape> shapes;
-  std::vector<Dtype> dtypes;
-  for (auto& a : primals) {
-    shapes.push_back(a.shape());
-    dtypes.push_back(a.dtype());
-  }
+  auto [shapes, dtypes] = shapes_and_dtypes(primals);
   std::vector<array> inputs = primals;
   inputs.push_back(cotangents[0]);
   auto grads = node_or_fallback(std::make_shared<Vjp>(p.stream(), std::move(fallback), args...),
@@ -119,21 +114,17 @@ bool NormBase::is_equivalent(const Primitive& other) const {
          has_weight_ == o->has_weight_ && has_bias_ == o->has_bias_;
 }
 
-std::vector<array> RMSNorm::vjp(const std::vector<array>& primals,
-                                const std::vector<array>& cotangents,
-                                const std::vector<int>& argnums,
-                                const std::vector<array>& outputs) {
-  return fused_vjp<RMSNormVJP>(*this, primals, cotangents, argnums, outputs, eps_, has_weight_,
-                               has_bias_);
-}
-
-std::vector<array> LayerNorm::vjp(const std::vector<array>& primals,
-                                  const std::vector<array>& cotangents,
-                                  const std::vector<int>& argnums,
-                                  const std::vector<array>& outputs) {
-  return fused_vjp<LayerNormVJP>(*this, primals, cotangents, argnums, outputs, eps_, has_weight_,
-                                 has_bias_);
-}
+#define TESSERA_NORM_VJP(NAME)                                                                  \
+  std::vector<array> NAME::vjp(const std::vector<array>& primals,                               \
+                               const std::vector<array>& cotangents,                            \
+                               const std::vector<int>& argnums,                                 \
+                               const std::vector<array>& outputs) {                             \
+    return fused_vjp<NAME##VJP>(*this, primals, cotangents, argnums, outputs, eps_, has_weight_, \
+                                has_bias_);                                                     \
+  }
+TESSERA_NORM_VJP(RMSNorm)
+TESSERA_NORM_VJP(LayerNorm)
+#undef TESSERA_NORM_VJP
 
 bool RoPE::is_equivalent(const Primitive& other) const {
   auto* o = dynamic_cast<const RoPE*>(&other);
