@@ -437,6 +437,9 @@ def generate(model, prompt, max_tokens, temperature=0.0, top_p=1.0, key=None, wi
     as it comes. The cache holds prompt + max_tokens positions, or with
     `window` a sliding window of the last `window` (the prompt must fit in it)."""
     B, T = prompt.shape
+    if max_tokens < 1 or T < 1:
+        raise ValueError(f"[generate] needs a prompt and max_tokens of at least 1, got a prompt "
+                         f"of {T} tokens and max_tokens {max_tokens}")
     size = T + max_tokens if window is None else min(window, T + max_tokens)
     cache = model.make_cache(B, size, rotating=window is not None)
     tokens, done = [[] for _ in range(B)], [False] * B

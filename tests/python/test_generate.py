@@ -274,3 +274,5 @@ def test_bad_arguments_are_value_errors():
     with pytest.raises(ValueError, match="rope_scaling of type 'yarn'"):
         lm.Model(lm.ModelArgs(hidden_size=64, num_attention_heads=4, num_hidden_layers=1,
                               rope_scaling={"rope_type": "yarn", "factor": 2.0}))
+    with pytest.raises(ValueError, match="max_tokens 0"):
+        lm.generate(tiny_model("llama"), mx.array([[1, 2]]), 0)
