@@ -1,4 +1,4 @@
-"""Trains a small Llama-style language model (llama.py) on the Python standard
+"""Trains a small Llama-style language model (lm.py) on the Python standard
 library's source code, one byte per token, with tessera.nn and tessera.optimizers.
 
     python examples/python/train_lm.py [--out DIR] [--minutes 5] [--steps N] [--resume]
@@ -13,7 +13,8 @@ a quick check. --steps is the length of the learning-rate schedule and
 first. A progress bar shows the loss and the tokens per second, and the
 validation loss is printed every --eval-every steps. The run writes to DIR:
 
-    model.safetensors      the weights (model.save_weights)
+    config.json            the model, in Hugging Face's terms (one byte per token)
+    model.safetensors      the weights, with Hugging Face's names
     optimizer.safetensors  the optimizer's state
     state.json             the configuration, the step, the seeds and the loss history
     loss.png               the training and validation loss
@@ -22,7 +23,7 @@ validation loss is printed every --eval-every steps. The run writes to DIR:
 extend the schedule). Each batch is a function of the seed and the step alone,
 so a resumed run sees the data a run without a break would have seen. Ctrl-C
 stops after the current step and writes the checkpoint. Last, the script prints
---sample bytes sampled after --prompt (generate.py does the same from a
+--sample bytes sampled after --prompt (generate.py DIR does the same from the
 checkpoint). Needs tqdm and matplotlib.
 """
 
@@ -33,7 +34,6 @@ import signal
 import sys
 import sysconfig
 import time
-from dataclasses import asdict
 
 import numpy as np
 from tqdm import tqdm
@@ -41,10 +41,12 @@ from tqdm import tqdm
 import tessera.core as mx
 import tessera.nn as nn
 import tessera.optimizers as optim
+from tessera import mlx_alias
 from tessera.utils import tree_flatten, tree_unflatten
 
-from generate import stream
-from llama import Llama, ModelArgs
+mlx_alias.install()  # lm.py and generate.py are written against MLX's names
+import lm  # noqa: E402
+from generate import ByteTokenizer, Streamer  # noqa: E402
 
 # Model and training settings per device; command-line arguments override them.
 PRESETS = {
@@ -114,8 +116,35 @@ class StopRequest:
         signal.signal(signal.SIGINT, self.previous)
 
 
+def make_model(s):
+    """The Llama-style model of the settings s, one byte per token, its output
+    tied to the embedding."""
+    model = lm.Model(lm.ModelArgs(
+        hidden_size=s.dim, num_hidden_layers=s.layers, num_attention_heads=s.heads,
+        num_key_value_heads=s.kv_heads, intermediate_size=s.hidden_dim, vocab_size=256,
+        max_position_embeddings=s.context, tie_word_embeddings=True))
+    # The projections into the residual stream start smaller, so that the
+    # stream's variance does not grow with the depth.
+    scale = 1 / np.sqrt(2 * s.layers)
+    for block in model.layers:
+        block.self_attn.o_proj.weight = block.self_attn.o_proj.weight * scale
+        block.mlp.down_proj.weight = block.mlp.down_proj.weight * scale
+    return model
+
+
+def sample(model, prompt, count, temperature, seed, context):
+    """Prints `count` bytes sampled after the text `prompt` (an empty one starts
+    after a newline) as they come, with a key/value cache of the last `context`."""
+    print(prompt, end="")
+    streamer = Streamer(ByteTokenizer())
+    tokens = list(prompt.encode() or b"\n")[-context:]
+    lm.generate(model, mx.array([tokens], mx.int32), count, temperature,
+                key=mx.random.key(seed), window=context, on_token=streamer)
+    streamer.end()
+
+
 def save_checkpoint(out, model, optimizer, state):
-    model.save_weights(os.path.join(out, "model.safetensors"))
+    lm.save_model(out, model, config={"tokenizer_class": "bytes"})
     mx.save_safetensors(os.path.join(out, "optimizer.safetensors"),
                         dict(tree_flatten(optimizer.state)))
     with open(os.path.join(out, "state.json"), "w") as f:
@@ -272,9 +301,7 @@ def main():
     s = argparse.Namespace(**state["settings"])
 
     mx.random.seed(s.seed)
-    model_args = ModelArgs(**{k: state["settings"][k] for k in MODEL_KEYS})
-    state["model"] = asdict(model_args)
-    model = Llama(model_args)
+    model = make_model(s)
     optimizer = make_optimizer(s)
     if args.resume:
         model.load_weights(os.path.join(args.out, "model.safetensors"))
@@ -307,16 +334,15 @@ def main():
     plot(png, state["train_loss"], state["val_loss"],
          f"{model.parameter_count() / 1e6:.2f}M-parameter Llama on Python source "
          f"({state['tokens'] / 1e6:.1f}M bytes seen)")
-    print(f"checkpoint: {args.out}/model.safetensors, optimizer.safetensors, state.json")
+    print(f"checkpoint: {args.out}/config.json, model.safetensors, optimizer.safetensors, "
+          f"state.json")
     print(f"loss curve: {png}")
 
     if args.sample > 0:
         print(f"sample ({args.sample} bytes, temperature {args.temperature}):")
         print("-" * 72)
-        print(args.prompt, end="")
-        for text in stream(model, args.prompt, args.sample, args.temperature, s.seed):
-            print(text, end="", flush=True)
-        print("\n" + "-" * 72)
+        sample(model, args.prompt, args.sample, args.temperature, s.seed, s.context)
+        print("-" * 72)
     return 0
 
 

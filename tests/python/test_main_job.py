@@ -1,8 +1,8 @@
 """The main job's training script (examples/python/train_lm.py) with a tiny model
 on the CPU: the loss falls from that of a uniform guess, a run stopped and
 resumed gives the loss history of a run without a break, Ctrl-C writes a
-checkpoint, sampling produces bytes, and the key/value cache of generation gives
-the logits of a full forward pass."""
+checkpoint, sampling produces bytes, and generate.py samples from the checkpoint
+(a Hugging Face folder) the bytes of greedy decoding, past the model's context."""
 
 import json
 import math
@@ -19,6 +19,13 @@ import tessera.core as mx
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "python"
 TRAIN = [sys.executable, str(EXAMPLES / "train_lm.py"), "--cpu", "--tiny"]
+sys.path.insert(0, str(EXAMPLES))
+try:
+    from tessera import mlx_alias
+    mlx_alias.install()
+    import lm
+finally:
+    sys.path.remove(str(EXAMPLES))
 
 
 def run(out, *args):
@@ -62,6 +69,20 @@ def test_training_lowers_the_loss_and_resuming_continues_the_same_curve(tmp_path
     text = sampled_text(stdout)
     assert text.startswith("im") and 2 + 64 // 4 <= len(text.encode()) <= 2 + 64 * 3
 
+    # The checkpoint is a model folder: generate.py decodes greedily past the
+    # context of 32 bytes, with the cache's sliding window.
+    model = lm.load_model(str(tmp_path / "whole"))
+    assert model.args.max_position_embeddings == 32 and model.args.vocab_size == 256
+    want, _ = lm.generate(model, mx.array([list(b"im")]), 48, window=32)
+    result = subprocess.run([sys.executable, str(EXAMPLES / "generate.py"), str(tmp_path / "whole"),
+                             "--prompt", "im", "--max-tokens", "48", "--cpu"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.split("\nprompt: 2 tokens")[0] == "im" + bytes(want[0]).decode(
+        errors="replace")
+    first = np.argmax(np.array(model(mx.array([list(b"im")]))[0, -1]))
+    assert want[0][0] == first
+
     # With a budget of no time the run stops after its first step.
     out = tmp_path / "stopped"
     first, stdout = run(out, "--steps", "24", "--minutes", "0", "--sample", "0")
@@ -92,32 +113,3 @@ def test_ctrl_c_stops_after_a_step_and_writes_the_checkpoint(tmp_path):
         state = json.load(f)
     assert 0 < state["step"] < 100000 and len(state["train_loss"]) == state["step"]
     assert state["val_loss"][-1][0] == state["step"]
-
-
-def test_generation_with_the_cache_matches_full_forward_passes():
-    sys.path.insert(0, str(EXAMPLES))
-    try:
-        from llama import KVCache, Llama, ModelArgs
-    finally:
-        sys.path.remove(str(EXAMPLES))
-    mx.random.seed(1)
-    args = ModelArgs(dim=32, layers=2, heads=4, kv_heads=2, hidden_dim=64, context=16)
-    model = Llama(args)
-    tokens = np.random.default_rng(0).integers(0, 256, args.context).tolist()
-    caches = [KVCache(args.context - 1) for _ in model.layers]
-    prompt = 5
-    logits = model(mx.array([tokens[:prompt]]), caches)[0, -1]
-    for t in range(prompt, len(tokens) + 1):
-        want = model(mx.array([tokens[:t]]))[0, -1]
-        np.testing.assert_allclose(np.array(logits), np.array(want), atol=1e-4, rtol=1e-4)
-        if t < len(tokens):
-            logits = model(mx.array([[tokens[t]]]), caches)[0, -1]
-    assert caches[0].offset == args.context and caches[0].keys.shape[2] == args.context - 1
-
-    # Past the context the cache keeps a sliding window of the last positions.
-    sampled = list(zip(range(3 * args.context), model.generate(
-        tokens[:prompt], temperature=0.8, key=mx.random.key(0))))
-    assert all(0 <= token < 256 for _, token in sampled)
-    greedy = model.generate(tokens[:prompt], temperature=0)
-    first = next(greedy)
-    assert first == int(np.argmax(np.array(model(mx.array([tokens[:prompt]]))[0, -1])))
