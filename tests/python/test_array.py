@@ -8,6 +8,9 @@ import pytest
 
 import tessera.core as mx
 
+# Every test on each device present (conftest's device fixture).
+pytestmark = pytest.mark.usefixtures("device")
+
 
 def test_construction_from_scalars_and_lists():
     assert mx.array(True).dtype == mx.bool_

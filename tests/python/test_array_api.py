@@ -4,6 +4,9 @@ import pytest
 
 import tessera.core as mx
 
+# Every test on each device present (conftest's device fixture).
+pytestmark = pytest.mark.usefixtures("device")
+
 
 @pytest.mark.parametrize("dtype", [mx.float32, mx.float16, mx.bfloat16])
 def test_hypot_matches_numpy(dtype, rng):

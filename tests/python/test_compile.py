@@ -10,6 +10,9 @@ import tessera.nn as nn
 import tessera.optimizers as optim
 from tessera.utils import tree_flatten
 
+# Every test on each device present (conftest's device fixture).
+pytestmark = pytest.mark.usefixtures("device")
+
 
 @pytest.fixture(autouse=True)
 def compile_enabled():

@@ -11,6 +11,9 @@ import tessera.nn as nn
 import tessera.optimizers as optim
 from tessera.utils import tree_flatten, tree_map, tree_unflatten
 
+# Every test on each device present (conftest's device fixture).
+pytestmark = pytest.mark.usefixtures("device")
+
 STEPS = 4
 SHAPES = {"w": (3, 4), "b": (4,), "layers": [(2, 5)]}
 

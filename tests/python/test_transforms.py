@@ -6,6 +6,9 @@ import pytest
 
 import tessera.core as mx
 
+# Every test on each device present (conftest's device fixture).
+pytestmark = pytest.mark.usefixtures("device")
+
 
 def finite_diff(f, x, eps=1e-6):
     """Central differences of a scalar f of a float64 NumPy array."""
