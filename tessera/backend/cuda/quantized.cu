@@ -215,36 +215,37 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
   const Dtype t = out.dtype();
   const bool half = t == float16 || t == bfloat16;
   const cudaDeviceProp& prop = properties(s.device.index);
-  if (transpose_ && half && prop.major >= 8 &&
-      qmm::small_m_applies(bits_, rows_per_batch, w_rows, values, batches)) {
+  if (transpose_ && half && prop.major >= 8 && rows_per_batch <= qmm::kMaxRows) {
     // Note [Small-M quantized product].
     const char* op = "QuantizedMatmul";
-    const int M = static_cast<int>(rows_per_batch);
     array x = dense(inputs[0], s, op), wd = dense(w, s, op);
-    array scales = dense(inputs[2], s, op), biases = dense(inputs[3], s, op);
-    const qmm::SmallM plan =
-        qmm::small_m_plan(bits_, M, w_rows, values, batches, prop.multiProcessorCount);
-    const int64_t partial_floats = qmm::small_m_partials(plan, M, w_rows, batches);
-    float* partials =
-        partial_floats ? static_cast<float*>(scratch(partial_floats * sizeof(float), s)) : nullptr;
     const void* xp = device_ptr(x, s);
     const uint32_t* wp = device_ptr<uint32_t>(wd, s);
-    const void* sp = device_ptr(scales, s);
-    const void* bp = device_ptr(biases, s);
-    void* yp = allocate_output(out, s);
-    auto run = [&](auto tag) {
-      using T = decltype(tag);
-      check(qmm::small_m<T>(static_cast<const T*>(xp), wp, static_cast<const T*>(sp),
-                            static_cast<const T*>(bp), static_cast<T*>(yp), partials, M, w_rows,
-                            values, group_size_, bits_, batches, plan, cuda_stream(s)),
-            "qmm::small_m", __FILE__, __LINE__);
-    };
-    if (t == bfloat16) {
-      run(__nv_bfloat16{});
-    } else {
-      run(__half{});
+    if (qmm::small_m_applies(bits_, rows_per_batch, w_rows, values, batches, xp, wp)) {
+      const int M = static_cast<int>(rows_per_batch);
+      array scales = dense(inputs[2], s, op), biases = dense(inputs[3], s, op);
+      const qmm::SmallM plan =
+          qmm::small_m_plan(bits_, M, w_rows, values, batches, prop.multiProcessorCount);
+      const int64_t partial_floats = qmm::small_m_partials(plan, M, w_rows, batches);
+      float* partials = nullptr;
+      if (partial_floats) partials = static_cast<float*>(scratch(partial_floats * sizeof(float), s));
+      const void* sp = device_ptr(scales, s);
+      const void* bp = device_ptr(biases, s);
+      void* yp = allocate_output(out, s);
+      auto run = [&](auto tag) {
+        using T = decltype(tag);
+        check(qmm::small_m<T>(static_cast<const T*>(xp), wp, static_cast<const T*>(sp),
+                              static_cast<const T*>(bp), static_cast<T*>(yp), partials, M, w_rows,
+                              values, group_size_, bits_, batches, plan, cuda_stream(s)),
+              "qmm::small_m", __FILE__, __LINE__);
+      };
+      if (t == bfloat16) {
+        run(__nv_bfloat16{});
+      } else {
+        run(__half{});
+      }
+      return;
     }
-    return;
   }
   if (transpose_ && !half && rows_per_batch <= kSmallM && batches <= 65535) {
     // Few rows of x: one pass over the packed weights, no dequantized copy.

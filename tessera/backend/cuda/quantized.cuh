@@ -91,10 +91,13 @@ struct SmallM {
   TESSERA_QUANT_HD int splits() const { return main_splits + (tail > 0 ? 1 : 0); }
 };
 
-// Row of packed words a multiple of 16 bytes, few rows of x: the kernel applies.
-inline bool small_m_applies(int bits, int64_t M, int64_t N, int64_t K, int64_t batches) {
+// Few rows of x, rows of packed words a multiple of 16 bytes and x and w
+// aligned to 16 bytes: the kernel applies.
+inline bool small_m_applies(int bits, int64_t M, int64_t N, int64_t K, int64_t batches,
+                            const void* x, const void* w) {
   return M >= 1 && M <= kMaxRows && (K * bits / 8) % 16 == 0 && batches <= 65535 &&
-         N <= (int64_t(1) << 30) && K <= (int64_t(1) << 30);
+         N <= (int64_t(1) << 30) && K <= (int64_t(1) << 30) &&
+         reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(w) % 16 == 0;
 }
 
 inline SmallM small_m_plan(int bits, int M, int64_t N, int64_t K, int64_t batches, int sms) {
@@ -134,15 +137,16 @@ __device__ __forceinline__ typename Compute<T>::type widen_q(T v) {
 
 // ---- dequantize: one thread per 32 values, 16-byte stores -------------------
 
-template <int B>
+// B words from p, in 16- or 8-byte loads where kVec (p aligned to them).
+template <int B, bool kVec>
 __device__ __forceinline__ void load_words(const uint32_t* p, uint32_t (&w)[B]) {
-  if constexpr (B % 4 == 0) {
+  if constexpr (kVec && B % 4 == 0) {
 #pragma unroll
     for (int i = 0; i < B / 4; ++i) {
       uint4 v = __ldg(reinterpret_cast<const uint4*>(p) + i);
       w[4 * i] = v.x, w[4 * i + 1] = v.y, w[4 * i + 2] = v.z, w[4 * i + 3] = v.w;
     }
-  } else if constexpr (B % 2 == 0) {
+  } else if constexpr (kVec && B % 2 == 0) {
 #pragma unroll
     for (int i = 0; i < B / 2; ++i) {
       uint2 v = __ldg(reinterpret_cast<const uint2*>(p) + i);
@@ -156,7 +160,7 @@ __device__ __forceinline__ void load_words(const uint32_t* p, uint32_t (&w)[B]) 
 
 // out[32 c ..] for every 32-value chunk c: values of all rows are contiguous,
 // and groups never straddle rows, so chunk c's group is 32 c / group_size.
-template <typename T, int B>
+template <typename T, int B, bool kVec>
 __global__ void dequantize_kernel(const uint32_t* __restrict__ w, const T* __restrict__ scales,
                                   const T* __restrict__ biases, T* __restrict__ out,
                                   int64_t chunks, int group_size) {
@@ -164,7 +168,7 @@ __global__ void dequantize_kernel(const uint32_t* __restrict__ w, const T* __res
   for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < chunks;
        c += int64_t(gridDim.x) * blockDim.x) {
     uint32_t words[B];
-    load_words<B>(w + c * B, words);
+    load_words<B, kVec>(w + c * B, words);
     uint32_t q[32];
     quant::unpack32<B>(words, q);
     const int64_t g = c * 32 / group_size;
@@ -473,9 +477,12 @@ cudaError_t dequantize(const uint32_t* w, const T* scales, const T* biases, T* o
                        int group_size, int bits, cudaStream_t st) {
   const int64_t chunks = n / 32;
   if (chunks == 0) return cudaSuccess;
+  // w may be a view at any word; out is a fresh allocation.
+  const bool vec = reinterpret_cast<uintptr_t>(w) % 16 == 0;
   quant::dispatch_bits(bits, [&](auto b) {
-    dequantize_kernel<T, decltype(b)::value><<<blocks_for(chunks, 256), 256, 0, st>>>(
-        w, scales, biases, out, chunks, group_size);
+    constexpr int B = decltype(b)::value;
+    auto kernel = vec ? dequantize_kernel<T, B, true> : dequantize_kernel<T, B, false>;
+    kernel<<<blocks_for(chunks, 256), 256, 0, st>>>(w, scales, biases, out, chunks, group_size);
   });
   return cudaGetLastError();
 }
