@@ -244,7 +244,7 @@ void small_m_case(cublasHandle_t h, int64_t N, int64_t K, int bits, int group, i
     ++g_failures;
   }
   gemm<T>(h, x, Wd_old, y_ref, M, int(N), int(K));
-  const qmm::SmallM plan = qmm::small_m_plan(bits, M, N, K, 1, g_sms);
+  const qmm::SmallM plan = qmm::small_m_plan<T>(bits, M, N, K, 1, g_sms);
   const int64_t pf = qmm::small_m_partials(plan, M, N, 1);
   if (pf) CK(cudaMalloc(&partials, pf * sizeof(float)));
   CK(cudaMemset(y, 0xff, M * N * sizeof(T)));  // NaN: every element must be written

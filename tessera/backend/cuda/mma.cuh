@@ -77,6 +77,20 @@ __device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], 
 #endif
 }
 
+// c += a b for a 16x8 (row) and b 8x8 (col) tile of tf32 values (float32
+// registers, of which the product reads 10 mantissa bits): lane 4g + t holds
+// A's (g, t), (g+8, t), (g, t+4), (g+8, t+4) and B's rows t and t+4 of column g.
+__device__ __forceinline__ void mma1688_tf32(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                             uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+}
+
 // Two floats rounded to T, x in the low half.
 template <typename T>
 __device__ __forceinline__ uint32_t pack2(float x, float y) {

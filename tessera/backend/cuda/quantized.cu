@@ -224,16 +224,18 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
     if (qmm::small_m_applies(bits_, rows_per_batch, w_rows, values, batches, xp, wp)) {
       const int M = static_cast<int>(rows_per_batch);
       array scales = dense(inputs[2], s, op), biases = dense(inputs[3], s, op);
-      const qmm::SmallM plan =
-          qmm::small_m_plan(bits_, M, w_rows, values, batches, prop.multiProcessorCount);
-      const int64_t partial_floats = qmm::small_m_partials(plan, M, w_rows, batches);
-      float* partials = nullptr;
-      if (partial_floats) partials = static_cast<float*>(scratch(partial_floats * sizeof(float), s));
       const void* sp = device_ptr(scales, s);
       const void* bp = device_ptr(biases, s);
       void* yp = allocate_output(out, s);
       auto run = [&](auto tag) {
         using T = decltype(tag);
+        const qmm::SmallM plan =
+            qmm::small_m_plan<T>(bits_, M, w_rows, values, batches, prop.multiProcessorCount);
+        const int64_t partial_floats = qmm::small_m_partials(plan, M, w_rows, batches);
+        float* partials = nullptr;
+        if (partial_floats) {
+          partials = static_cast<float*>(scratch(partial_floats * sizeof(float), s));
+        }
         check(qmm::small_m<T>(static_cast<const T*>(xp), wp, static_cast<const T*>(sp),
                               static_cast<const T*>(bp), static_cast<T*>(yp), partials, M, w_rows,
                               values, group_size_, bits_, batches, plan, cuda_stream(s)),

@@ -12,25 +12,31 @@
 // most 16 rows of x per weight matrix (decoding, small batches): a pass over
 // the packed weights must run at memory bandwidth, so it reads them once, with
 // 16-byte loads, and never writes a dequantized copy.
-//   - The rows of x fill one m16 fragment of mma.sync m16n8k16 (rows from M on
-//     are zero registers); each warp owns kTiles n8 tiles of output columns,
+//   - The rows of x fill one m16 fragment of mma.sync (m16n8k16 in float16,
+//     m16n8k8 in tf32; rows from M on are zero registers), the weights are the
+//     B operand; each warp owns kTiles n8 tiles of output columns,
 //     i.e. 8 kTiles weight rows. Lane 4g + t reads weight row g of each tile.
 //   - A lane chunk is 32 sub values of one weight row (sub sub-chunks of 32
 //     values, chosen per bits so that it is a whole number of 16-byte loads,
 //     48 to 80 bytes); the 4 lanes t of a row read 4 consecutive lane chunks,
-//     a step of span = 4 * 32 sub values. Within one m16n8k16 product each lane
-//     contributes 4 values of K, so the product's k order is a permutation of
+//     a step of span = 4 * 32 sub values. Within one product each lane
+//     contributes 4 values of K (2 in tf32), so the product's k order is a permutation of
 //     the step's K: the dequantizer emits pairs of values in the order that
 //     costs least to unpack (pair_k), and x is staged in shared memory in that
-//     same order, so that a lane's A fragment is one 8-byte load per 8 rows.
-//   - Dequantization is scale * q + bias per group of 32 or more values. For 2,
-//     4 and 8 bits (8 bits only in float16) the q pairs are masked into the
-//     mantissas of 16-bit floats of a fixed exponent (a "magic number": 128 + q
-//     in bfloat16, 1024 + q in float16), so that two values cost a mask, a
-//     subtraction and a fused multiply-add; 8 bits in bfloat16 go through
-//     float32 (a byte permute into 2^23 + q). The rounding is the reference's
-//     (dequantize, then the product in T with float32 accumulation): the
-//     dequantized value is rounded to T once.
+//     same order, so that a lane's A fragment is one 8-byte (16-byte in float32) load per 8 rows.
+//   - Dequantization is scale * q + bias per group of 32 or more values,
+//     exact or within the precision of the tensor-core operand, never rounded
+//     to bfloat16: the products keep the precision of the float32 reference
+//     (the dequantized matrix times x) that the tests hold them to.
+//     float16 x: m16n8k16 in float16. The q pairs are masked into the
+//     mantissas of float16 values of a fixed exponent (a "magic number",
+//     1024 + q, exact for q < 1024), so that two values cost a mask, a
+//     subtraction and a fused multiply-add (one rounding to float16, whose
+//     11 bits are the operand's precision).
+//     bfloat16 x: a bfloat16 operand would round every weight to 8 bits, so
+//     the values are computed in float32 (q as 2^23 + q, minus 2^23) and
+//     enter m16n8k8 in tf32 (11 significant bits, truncated), x staged as
+//     float32 (exact). This costs about twice the instructions per value.
 //   - Split-K: x's rows for the block's K range sit in shared memory (at most
 //     kSmemBytes), and a grid of ceil(N / kCols) blocks alone can leave most of
 //     the 132 multiprocessors of an H200 idle. So K is cut into main_splits
@@ -63,7 +69,7 @@ constexpr int kMaxRows = 16;
 constexpr int kWarps = 8;
 constexpr int kTiles = 2;
 constexpr int kCols = kWarps * kTiles * 8;  // output columns of a block
-constexpr int kSmemBytes = 48 * 1024;
+constexpr int kSmemBytes = 96 * 1024;  // of staged x per block
 constexpr int kBlocksPerSm = 4;
 constexpr int kTailStep = 128;
 
@@ -84,6 +90,10 @@ __host__ __device__ constexpr int pair_k(int i, int hi) {
   }
 }
 
+// What x is staged as: float32 for bfloat16 (the tf32 product), else T.
+template <typename T>
+using Staged = std::conditional_t<std::is_same_v<T, __nv_bfloat16>, float, T>;
+
 struct SmallM {
   int main_splits;  // ranges of whole steps
   int steps;        // K / span
@@ -100,7 +110,8 @@ inline bool small_m_applies(int bits, int64_t M, int64_t N, int64_t K, int64_t b
          reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(w) % 16 == 0;
 }
 
-inline SmallM small_m_plan(int bits, int M, int64_t N, int64_t K, int64_t batches, int sms) {
+template <typename T>
+SmallM small_m_plan(int bits, int M, int64_t N, int64_t K, int64_t batches, int sms) {
   const int span = span_of(bits);
   SmallM p;
   p.steps = static_cast<int>(K / span);
@@ -110,7 +121,7 @@ inline SmallM small_m_plan(int bits, int M, int64_t N, int64_t K, int64_t batche
     return p;
   }
   // Steps that fit the shared memory (rows of range + 16 values).
-  const int fit = std::max(1, (kSmemBytes / 2 / M - 16) / span);
+  const int fit = std::max(1, (kSmemBytes / int(sizeof(Staged<T>)) / M - 16) / span);
   const int64_t col_blocks = (N + kCols - 1) / kCols * batches;
   const int64_t want = (int64_t(kBlocksPerSm) * sms + col_blocks - 1) / col_blocks;
   int64_t s = std::max<int64_t>((p.steps + fit - 1) / fit, want);
@@ -184,79 +195,58 @@ __global__ void dequantize_kernel(const uint32_t* __restrict__ w, const T* __res
 
 // ---- small M: dequantize into mma B fragments -------------------------------
 
-template <typename T>
-struct Magic;
-template <>
-struct Magic<__nv_bfloat16> {
-  static constexpr uint32_t bits = 0x43004300u;  // 128, 128
-};
-template <>
-struct Magic<__half> {
-  static constexpr uint32_t bits = 0x64006400u;  // 1024, 1024
-};
-
-template <typename T>
-using Vec2 = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
-
-template <typename T>
-__device__ __forceinline__ Vec2<T> as_vec2(uint32_t u) {
-  return *reinterpret_cast<Vec2<T>*>(&u);
-}
-template <typename T>
-__device__ __forceinline__ uint32_t as_u32(Vec2<T> v) {
-  return *reinterpret_cast<uint32_t*>(&v);
-}
-
-// The 16 pairs (pair_k order) of T values scale * q + bias of a sub-chunk's
-// B words.
-template <typename T, int B>
-__device__ __forceinline__ void dequant32(const uint32_t* w, Vec2<T> s2, Vec2<T> b2,
+// The 16 pairs (pair_k order) of float16 values scale * q + bias of a
+// sub-chunk's B words: q masked into the mantissa of 1024 + q (exact), minus
+// 1024, times the scale plus the bias, two values per instruction.
+template <int B>
+__device__ __forceinline__ void dequant32(const uint32_t* w, __half2 s2, __half2 b2,
                                           uint32_t (&p)[16]) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  constexpr bool f32_path = B == 8 && mma::Kind<T>::bf16;
-  if constexpr (f32_path) {
-    const float s = __low2float(s2), b = __low2float(b2);
+  constexpr uint32_t kMagic = 0x64006400u;  // 1024, 1024
+  const __half2 one = __floats2half2_rn(1.f, 1.f), neg_magic = __floats2half2_rn(-1024.f, -1024.f);
+  uint32_t raw[16];
+  if constexpr (B == 2 || B == 4 || B == 8) {
+    constexpr int per_word = 16 / B;
+    constexpr uint32_t mask = ((1u << B) - 1u) * 0x00010001u;
 #pragma unroll
     for (int i = 0; i < 16; ++i) {
-      const uint32_t word = w[i / 2], r = i % 2;
-      // 2^23 + byte r (low) and 2^23 + byte r + 2 (high).
-      const float lo = __uint_as_float(__byte_perm(word, 0x4B000000u, 0x7650u + r)) - 8388608.f;
-      const float hi = __uint_as_float(__byte_perm(word, 0x4B000000u, 0x7652u + r)) - 8388608.f;
-      p[i] = mma::pack2<T>(fmaf(s, lo, b), fmaf(s, hi, b));
+      raw[i] = ((w[i / per_word] >> (B * (i % per_word))) & mask) | kMagic;
     }
   } else {
-    const Vec2<T> magic = as_vec2<T>(Magic<T>::bits);
-    const Vec2<T> one = as_vec2<T>(mma::pack2<T>(1.f, 1.f));
-    const Vec2<T> neg_magic = __hneg2(magic);
-    uint32_t raw[16];
-    if constexpr (B == 2 || B == 4 || B == 8) {
-      constexpr int per_word = 16 / B;
-      constexpr uint32_t mask = ((1u << B) - 1u) * 0x00010001u;
+    uint32_t q[32];
+    quant::unpack32<B>(w, q);
 #pragma unroll
-      for (int i = 0; i < 16; ++i) {
-        raw[i] = ((w[i / per_word] >> (B * (i % per_word))) & mask) | Magic<T>::bits;
-      }
-    } else {
-      uint32_t q[32];
-      quant::unpack32<B>(w, q);
-#pragma unroll
-      for (int i = 0; i < 16; ++i) raw[i] = q[2 * i] | (q[2 * i + 1] << 16) | Magic<T>::bits;
-    }
-#pragma unroll
-    for (int i = 0; i < 16; ++i) {
-      const Vec2<T> q = __hfma2(as_vec2<T>(raw[i]), one, neg_magic);  // exact
-      p[i] = as_u32<T>(__hfma2(q, s2, b2));
-    }
+    for (int i = 0; i < 16; ++i) raw[i] = q[2 * i] | (q[2 * i + 1] << 16) | kMagic;
   }
-#endif
+#pragma unroll
+  for (int i = 0; i < 16; ++i) {
+    const __half2 q = __hfma2(*reinterpret_cast<const __half2*>(&raw[i]), one, neg_magic);
+    const __half2 v = __hfma2(q, s2, b2);
+    p[i] = *reinterpret_cast<const uint32_t*>(&v);
+  }
 }
 
-// Stages rows [0, M) of x for K range [k0, k1) in shared memory in the
-// fragment order: the block's main steps (whole spans) first, then the tail in
-// steps of 128; positions past k1 hold zero. Each thread moves 32 values.
+// The float32 value 2^23 + q for the B bits of value k (a compile-time
+// position once unrolled) of a sub-chunk's words, minus 2^23: q exactly.
+template <int B>
+__device__ __forceinline__ float q_float(const uint32_t* w, int k) {
+  const int p = k * B, word = p >> 5, sh = p & 31;
+  uint32_t bits;
+  if constexpr (B == 8) {
+    bits = __byte_perm(w[word], 0x4B000000u, 0x7650u + sh / 8);
+  } else {
+    uint32_t v = w[word] >> sh;
+    if (sh + B > 32) v |= w[word + 1] << (32 - sh);
+    bits = (v & ((1u << B) - 1u)) | 0x4B000000u;
+  }
+  return __uint_as_float(bits) - 8388608.f;
+}
+
+// Stages rows [0, M) of x for the block's K range in shared memory in the
+// fragment order: the block's main steps (whole spans) first, then the tail
+// in steps of 128; positions past K hold zero. Each thread moves 32 values.
 template <typename T, int B>
-__device__ __forceinline__ void stage_x(T* xs, int rs, const T* x, int64_t K, int M, int64_t k0,
-                                        int main_len, int range) {
+__device__ __forceinline__ void stage_x(Staged<T>* xs, int rs, const T* x, int64_t K, int M,
+                                        int64_t k0, int main_len, int range) {
   constexpr int span = span_of(B), lane_len = span / 4;
   const int chunks = range / 32;
   for (int i = threadIdx.x; i < M * chunks; i += blockDim.x) {
@@ -271,41 +261,82 @@ __device__ __forceinline__ void stage_x(T* xs, int rs, const T* x, int64_t K, in
     }
     uint32_t v[16];
     const bool inside = k0 + rel < K;
-    if (inside) {
-      const uint4* src = reinterpret_cast<const uint4*>(x + m * K + k0 + rel);
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        uint4 u = src[j];
-        v[4 * j] = u.x, v[4 * j + 1] = u.y, v[4 * j + 2] = u.z, v[4 * j + 3] = u.w;
-      }
+    for (int j = 0; j < 4; ++j) {
+      uint4 u = make_uint4(0, 0, 0, 0);
+      if (inside) u = reinterpret_cast<const uint4*>(x + m * K + k0 + rel)[j];
+      v[4 * j] = u.x, v[4 * j + 1] = u.y, v[4 * j + 2] = u.z, v[4 * j + 3] = u.w;
     }
     auto half = [&](int k) -> uint32_t { return (v[k / 2] >> (16 * (k % 2))) & 0xffffu; };
-    T* row = xs + m * rs + base;
+    Staged<T>* row = xs + m * rs + base;
 #pragma unroll
     for (int s = 0; s < 8; ++s) {
-      uint2 o = make_uint2(0, 0);
-      if (inside) {
-        o.x = half(pair_k<B>(2 * s, 0)) | (half(pair_k<B>(2 * s, 1)) << 16);
-        o.y = half(pair_k<B>(2 * s + 1, 0)) | (half(pair_k<B>(2 * s + 1, 1)) << 16);
+      const int k0_ = pair_k<B>(2 * s, 0), k1_ = pair_k<B>(2 * s, 1);
+      const int k2_ = pair_k<B>(2 * s + 1, 0), k3_ = pair_k<B>(2 * s + 1, 1);
+      if constexpr (std::is_same_v<Staged<T>, float>) {
+        // bfloat16 to float32: the bits in the high half.
+        *reinterpret_cast<float4*>(row + s * 16) =
+            make_float4(__uint_as_float(half(k0_) << 16), __uint_as_float(half(k1_) << 16),
+                        __uint_as_float(half(k2_) << 16), __uint_as_float(half(k3_) << 16));
+      } else {
+        *reinterpret_cast<uint2*>(row + s * 16) =
+            make_uint2(half(k0_) | (half(k1_) << 16), half(k2_) | (half(k3_) << 16));
       }
-      *reinterpret_cast<uint2*>(row + s * 16) = o;
     }
   }
 }
 
-// Per lane: the A fragment (rows g and g + 8) of the 16-value step at `pos`.
-template <bool kHigh>
-__device__ __forceinline__ void a_frag(const uint32_t* xs_w, int rs_w, int M, int g, int pos,
-                                       uint32_t (&a)[4]) {
-  a[0] = a[1] = a[2] = a[3] = 0;
-  if (g < M) {
-    const uint2 u = *reinterpret_cast<const uint2*>(xs_w + g * rs_w + pos / 2);
-    a[0] = u.x, a[2] = u.y;
-  }
-  if constexpr (kHigh) {
-    if (g + 8 < M) {
-      const uint2 u = *reinterpret_cast<const uint2*>(xs_w + (g + 8) * rs_w + pos / 2);
-      a[1] = u.x, a[3] = u.y;
+// c[j] += x's rows (the 32 staged values at pos, pos + 16, ..., pos + 112)
+// times the 32 values of tile j's sub-chunk (words wd[j], scale and bias).
+template <typename T, int B, bool kHigh>
+__device__ __forceinline__ void mma_sub(float (&c)[kTiles][4], const uint32_t (&wd)[kTiles][B],
+                                        const T (&sv)[kTiles], const T (&bv)[kTiles],
+                                        const Staged<T>* xs, int rs, int M, int g, int pos) {
+  const bool lo_row = g < M, hi_row = kHigh && g + 8 < M;
+  if constexpr (std::is_same_v<Staged<T>, float>) {
+    // bfloat16 x: dequantized values stay float32 and enter the tf32 product.
+    float s[kTiles], b[kTiles];
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j) s[j] = mma::to_f(sv[j]), b[j] = mma::to_f(bv[j]);
+#pragma unroll
+    for (int st = 0; st < 8; ++st) {
+      float4 xa = make_float4(0.f, 0.f, 0.f, 0.f), xb = xa;
+      if (lo_row) xa = *reinterpret_cast<const float4*>(xs + g * rs + pos + st * 16);
+      if (hi_row) xb = *reinterpret_cast<const float4*>(xs + (g + 8) * rs + pos + st * 16);
+      const uint32_t a0[4] = {__float_as_uint(xa.x), __float_as_uint(xb.x), __float_as_uint(xa.y),
+                              __float_as_uint(xb.y)};
+      const uint32_t a1[4] = {__float_as_uint(xa.z), __float_as_uint(xb.z), __float_as_uint(xa.w),
+                              __float_as_uint(xb.w)};
+#pragma unroll
+      for (int j = 0; j < kTiles; ++j) {
+        const float w0 = fmaf(s[j], q_float<B>(wd[j], pair_k<B>(2 * st, 0)), b[j]);
+        const float w1 = fmaf(s[j], q_float<B>(wd[j], pair_k<B>(2 * st, 1)), b[j]);
+        const float w2 = fmaf(s[j], q_float<B>(wd[j], pair_k<B>(2 * st + 1, 0)), b[j]);
+        const float w3 = fmaf(s[j], q_float<B>(wd[j], pair_k<B>(2 * st + 1, 1)), b[j]);
+        mma::mma1688_tf32(c[j], a0, __float_as_uint(w0), __float_as_uint(w1));
+        mma::mma1688_tf32(c[j], a1, __float_as_uint(w2), __float_as_uint(w3));
+      }
+    }
+  } else {
+    uint32_t p[kTiles][16];
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j) {
+      dequant32<B>(wd[j], __half2(sv[j], sv[j]), __half2(bv[j], bv[j]), p[j]);
+    }
+    const uint32_t* xw = reinterpret_cast<const uint32_t*>(xs);
+#pragma unroll
+    for (int st = 0; st < 8; ++st) {
+      uint32_t a[4] = {0, 0, 0, 0};
+      if (lo_row) {
+        const uint2 u = *reinterpret_cast<const uint2*>(xw + (g * rs + pos + st * 16) / 2);
+        a[0] = u.x, a[2] = u.y;
+      }
+      if (hi_row) {
+        const uint2 u = *reinterpret_cast<const uint2*>(xw + ((g + 8) * rs + pos + st * 16) / 2);
+        a[1] = u.x, a[3] = u.y;
+      }
+#pragma unroll
+      for (int j = 0; j < kTiles; ++j) mma::mma16816<T>(c[j], a, p[j][2 * st], p[j][2 * st + 1]);
     }
   }
 }
@@ -322,7 +353,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
   constexpr int SUB = sub_chunks(B), span = span_of(B), lane_len = span / 4;
   constexpr int V = B * SUB / 4;  // 16-byte loads of a lane chunk
   extern __shared__ uint4 smem[];
-  T* xs = reinterpret_cast<T*>(smem);
+  Staged<T>* xs = reinterpret_cast<Staged<T>*>(smem);
 
   const int split = blockIdx.y, batch = blockIdx.z;
   const bool tail_split = split >= plan.main_splits;
@@ -339,7 +370,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
     main_len = 0;
     range = (plan.tail + kTailStep - 1) / kTailStep * kTailStep;
   }
-  const int rs = range + 16;  // row stride (elements): 8-byte loads of 8 rows hit 16 banks pairs
+  const int rs = range + 16;  // row stride: the fragment loads of 8 rows avoid bank conflicts
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int64_t words_per_row = K * B / 32, groups = K / group_size;
   const int64_t n_base = int64_t(blockIdx.x) * kCols + warp * kTiles * 8;
@@ -358,15 +389,13 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
     brow[j] = biases + r * groups;
   }
 
-  const T* xb = x + int64_t(batch) * M * K;
-  stage_x<T, B>(xs, rs, xb, K, M, k0, main_len, range);
+  stage_x<T, B>(xs, rs, x + int64_t(batch) * M * K, K, M, k0, main_len, range);
   __syncthreads();
 
   float c[kTiles][4];
 #pragma unroll
   for (int j = 0; j < kTiles; ++j) c[j][0] = c[j][1] = c[j][2] = c[j][3] = 0.f;
-  const uint32_t* xs_w = reinterpret_cast<const uint32_t*>(xs);
-  const int rs_w = rs / 2;
+  const T zero = mma::from_f<T>(0.f);
 
   for (int a = 0; a < main_len / span; ++a) {
     const int64_t k = k0 + int64_t(a) * span + t * lane_len;
@@ -380,53 +409,38 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
 #pragma unroll
       for (int sb = 0; sb < SUB; ++sb) {
         const int64_t gi = (k + sb * 32) / group_size;
-        sv[j][sb] = srow[j][gi];
-        bv[j][sb] = brow[j][gi];
+        sv[j][sb] = valid[j] ? srow[j][gi] : zero;
+        bv[j][sb] = valid[j] ? brow[j][gi] : zero;
       }
     }
 #pragma unroll
     for (int sb = 0; sb < SUB; ++sb) {
-      uint32_t p[kTiles][16];
+      uint32_t wd[kTiles][B];
+      T s1[kTiles], b1[kTiles];
 #pragma unroll
       for (int j = 0; j < kTiles; ++j) {
-        const uint32_t* words = reinterpret_cast<const uint32_t*>(wv[j]) + sb * B;
-        dequant32<T, B>(words, Vec2<T>{sv[j][sb], sv[j][sb]}, Vec2<T>{bv[j][sb], bv[j][sb]},
-                        p[j]);
-      }
 #pragma unroll
-      for (int s = 0; s < 8; ++s) {
-        uint32_t af[4];
-        a_frag<kHigh>(xs_w, rs_w, M, g, a * span + (sb * 8 + s) * 16 + t * 4, af);
-#pragma unroll
-        for (int j = 0; j < kTiles; ++j) mma::mma16816<T>(c[j], af, p[j][2 * s], p[j][2 * s + 1]);
+        for (int i = 0; i < B; ++i) wd[j][i] = reinterpret_cast<const uint32_t*>(wv[j])[sb * B + i];
+        s1[j] = sv[j][sb], b1[j] = bv[j][sb];
       }
+      mma_sub<T, B, kHigh>(c, wd, s1, b1, xs, rs, M, g, a * span + sb * 128 + t * 4);
     }
   }
 
   if (tail_split) {
     for (int a = 0; a < range / kTailStep; ++a) {
       const int64_t k = k0 + int64_t(a) * kTailStep + t * 32;
-      const bool in_k = k < K;
+      uint32_t wd[kTiles][B];
+      T s1[kTiles], b1[kTiles];
 #pragma unroll
       for (int j = 0; j < kTiles; ++j) {
-        uint32_t words[B];
-        uint32_t p[16];
-        if (valid[j] && in_k) {
+        const bool on = valid[j] && k < K;
 #pragma unroll
-          for (int i = 0; i < B; ++i) words[i] = __ldg(wrow[j] + k * B / 32 + i);
-          const T s = srow[j][k / group_size], b = brow[j][k / group_size];
-          dequant32<T, B>(words, Vec2<T>{s, s}, Vec2<T>{b, b}, p);
-        } else {
-#pragma unroll
-          for (int i = 0; i < 16; ++i) p[i] = 0;
-        }
-#pragma unroll
-        for (int s = 0; s < 8; ++s) {
-          uint32_t af[4];
-          a_frag<kHigh>(xs_w, rs_w, M, g, a * kTailStep + s * 16 + t * 4, af);
-          mma::mma16816<T>(c[j], af, p[2 * s], p[2 * s + 1]);
-        }
+        for (int i = 0; i < B; ++i) wd[j][i] = on ? __ldg(wrow[j] + k * B / 32 + i) : 0u;
+        s1[j] = on ? srow[j][k / group_size] : zero;
+        b1[j] = on ? brow[j][k / group_size] : zero;
       }
+      mma_sub<T, B, kHigh>(c, wd, s1, b1, xs, rs, M, g, a * kTailStep + t * 4);
     }
   }
 
@@ -497,16 +511,27 @@ cudaError_t small_m(const T* x, const uint32_t* w, const T* scales, const T* bia
   int range = plan.main_splits > 0 ? (plan.steps + plan.main_splits - 1) / plan.main_splits * span
                                    : 0;
   range = std::max(range, (plan.tail + kTailStep - 1) / kTailStep * kTailStep);
-  const size_t smem = size_t(M) * (range + 16) * sizeof(T);
+  const size_t smem = size_t(M) * (range + 16) * sizeof(Staged<T>);
   dim3 grid(static_cast<unsigned>((N + kCols - 1) / kCols), static_cast<unsigned>(plan.splits()),
             static_cast<unsigned>(batches));
+  cudaError_t err = cudaSuccess;
   quant::dispatch_bits(bits, [&](auto b) {
     constexpr int B = decltype(b)::value;
     auto kernel = M > 8 ? small_m_kernel<T, B, true> : small_m_kernel<T, B, false>;
+    // Above 48 KB a kernel's dynamic shared memory needs the opt-in, once.
+    static const cudaError_t opt_in[2] = {
+        cudaFuncSetAttribute(small_m_kernel<T, B, false>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes),
+        cudaFuncSetAttribute(small_m_kernel<T, B, true>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes)};
+    if (opt_in[M > 8] != cudaSuccess) {
+      err = opt_in[M > 8];
+      return;
+    }
     kernel<<<grid, kWarps * 32, smem, st>>>(x, w, scales, biases, y, partials, M, N, K,
                                             group_size, plan);
   });
-  cudaError_t err = cudaGetLastError();
+  if (err == cudaSuccess) err = cudaGetLastError();
   if (err != cudaSuccess || plan.splits() == 1) return err;
   const int64_t total = batches * M * N;
   sum_partials_kernel<T><<<blocks_for(total, 256), 256, 0, st>>>(partials, y, plan.splits(),
