@@ -12,18 +12,20 @@
 // most 16 rows of x per weight matrix (decoding, small batches): a pass over
 // the packed weights must run at memory bandwidth, so it reads them once, with
 // 16-byte loads, and never writes a dequantized copy.
-//   - The rows of x fill one m16 fragment of mma.sync (m16n8k16 in float16,
-//     m16n8k8 in tf32; rows from M on are zero registers), the weights are the
-//     B operand; each warp owns kTiles n8 tiles of output columns,
-//     i.e. 8 kTiles weight rows. Lane 4g + t reads weight row g of each tile.
+//   - Each warp owns 16 weight rows, the A operand of mma.sync (m16n8k16 in
+//     float16, m16n8k8 in tf32), and x's rows 0..7 (and 8..15 when M > 8, a
+//     second product) are the n8 B operand, rows from M on zero registers.
+//     Lane 4g + t reads weight rows g and g + 8 of the warp's 16, so that its
+//     dequantized values are its A registers as they come.
 //   - A lane chunk is 32 sub values of one weight row (sub sub-chunks of 32
 //     values, chosen per bits so that it is a whole number of 16-byte loads,
 //     48 to 80 bytes); the 4 lanes t of a row read 4 consecutive lane chunks,
 //     a step of span = 4 * 32 sub values. Within one product each lane
-//     contributes 4 values of K (2 in tf32), so the product's k order is a permutation of
-//     the step's K: the dequantizer emits pairs of values in the order that
-//     costs least to unpack (pair_k), and x is staged in shared memory in that
-//     same order, so that a lane's A fragment is one 8-byte (16-byte in float32) load per 8 rows.
+//     contributes 4 values of K (2 in tf32), so the product's k order is a
+//     permutation of the step's K: the dequantizer emits pairs of values in
+//     the order that costs least to unpack (pair_k), and x is staged in shared
+//     memory in that same order, so that a lane's B fragment is one 8-byte
+//     (16-byte in float32) load per 8 rows.
 //   - Dequantization is scale * q + bias per group of 32 or more values,
 //     exact or within the precision of the tensor-core operand, never rounded
 //     to bfloat16: the products keep the precision of the float32 reference
@@ -195,50 +197,53 @@ __global__ void dequantize_kernel(const uint32_t* __restrict__ w, const T* __res
 
 // ---- small M: dequantize into mma B fragments -------------------------------
 
-// The 16 pairs (pair_k order) of float16 values scale * q + bias of a
-// sub-chunk's B words: q masked into the mantissa of 1024 + q (exact), minus
-// 1024, times the scale plus the bias, two values per instruction.
-template <int B>
-__device__ __forceinline__ void dequant32(const uint32_t* w, __half2 s2, __half2 b2,
-                                          uint32_t (&p)[16]) {
-  constexpr uint32_t kMagic = 0x64006400u;  // 1024, 1024
-  const __half2 one = __floats2half2_rn(1.f, 1.f), neg_magic = __floats2half2_rn(-1024.f, -1024.f);
-  uint32_t raw[16];
-  if constexpr (B == 2 || B == 4 || B == 8) {
-    constexpr int per_word = 16 / B;
-    constexpr uint32_t mask = ((1u << B) - 1u) * 0x00010001u;
-#pragma unroll
-    for (int i = 0; i < 16; ++i) {
-      raw[i] = ((w[i / per_word] >> (B * (i % per_word))) & mask) | kMagic;
-    }
-  } else {
-    uint32_t q[32];
-    quant::unpack32<B>(w, q);
-#pragma unroll
-    for (int i = 0; i < 16; ++i) raw[i] = q[2 * i] | (q[2 * i + 1] << 16) | kMagic;
-  }
-#pragma unroll
-  for (int i = 0; i < 16; ++i) {
-    const __half2 q = __hfma2(*reinterpret_cast<const __half2*>(&raw[i]), one, neg_magic);
-    const __half2 v = __hfma2(q, s2, b2);
-    p[i] = *reinterpret_cast<const uint32_t*>(&v);
-  }
+// (v & mask) | bits in one instruction.
+__device__ __forceinline__ uint32_t and_or(uint32_t v, uint32_t mask, uint32_t bits) {
+  uint32_t d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(d) : "r"(v), "r"(mask), "r"(bits));
+  return d;
 }
 
-// The float32 value 2^23 + q for the B bits of value k (a compile-time
-// position once unrolled) of a sub-chunk's words, minus 2^23: q exactly.
+// The B bits of value k of a sub-chunk's words, shifted down (k a compile-time
+// position once unrolled), with `bits` or-ed in.
 template <int B>
-__device__ __forceinline__ float q_float(const uint32_t* w, int k) {
+__device__ __forceinline__ uint32_t value_bits(const uint32_t* w, int k, uint32_t bits) {
   const int p = k * B, word = p >> 5, sh = p & 31;
+  const uint32_t v = sh + B > 32 ? __funnelshift_r(w[word], w[word + 1], sh) : w[word] >> sh;
+  return and_or(v, (1u << B) - 1u, bits);
+}
+
+// The float32 scale * q + bias of value k of a sub-chunk's words: q as the
+// float 2^23 + q (its bits 0x4B000000 | q), minus 2^23, exactly.
+template <int B>
+__device__ __forceinline__ float value_f32(const uint32_t* w, int k, float s, float b) {
   uint32_t bits;
   if constexpr (B == 8) {
-    bits = __byte_perm(w[word], 0x4B000000u, 0x7650u + sh / 8);
+    bits = __byte_perm(w[k / 4], 0x4B000000u, 0x7650u + k % 4);
   } else {
-    uint32_t v = w[word] >> sh;
-    if (sh + B > 32) v |= w[word + 1] << (32 - sh);
-    bits = (v & ((1u << B) - 1u)) | 0x4B000000u;
+    bits = value_bits<B>(w, k, 0x4B000000u);
   }
-  return __uint_as_float(bits) - 8388608.f;
+  return fmaf(s, __uint_as_float(bits) - 8388608.f, b);
+}
+
+// Pair i (pair_k order) of float16 values scale * q + bias of a sub-chunk's
+// words: q masked into the mantissa of 1024 + q (exact for q < 1024), minus
+// 1024, times the scale plus the bias, two values an instruction.
+template <int B>
+__device__ __forceinline__ uint32_t value_pair_f16(const uint32_t* w, int i, __half2 s2,
+                                                   __half2 b2) {
+  constexpr uint32_t kMagic = 0x64006400u;  // 1024, 1024
+  uint32_t raw;
+  if constexpr (B == 2 || B == 4 || B == 8) {
+    constexpr int per_word = 16 / B;
+    raw = and_or(w[i / per_word] >> (B * (i % per_word)), ((1u << B) - 1u) * 0x00010001u, kMagic);
+  } else {
+    raw = value_bits<B>(w, 2 * i, kMagic) | (value_bits<B>(w, 2 * i + 1, 0u) << 16);
+  }
+  const __half2 one = __floats2half2_rn(1.f, 1.f), neg_magic = __floats2half2_rn(-1024.f, -1024.f);
+  const __half2 q = __hfma2(*reinterpret_cast<const __half2*>(&raw), one, neg_magic);
+  const __half2 v = __hfma2(q, s2, b2);
+  return *reinterpret_cast<const uint32_t*>(&v);
 }
 
 // Stages rows [0, M) of x for the block's K range in shared memory in the
@@ -286,57 +291,57 @@ __device__ __forceinline__ void stage_x(Staged<T>* xs, int rs, const T* x, int64
   }
 }
 
-// c[j] += x's rows (the 32 staged values at pos, pos + 16, ..., pos + 112)
-// times the 32 values of tile j's sub-chunk (words wd[j], scale and bias).
+// c[h] += the 16 weight rows (tile 0: rows g, tile 1: rows g + 8 of lane
+// 4g + t) of the sub-chunk (words wd, scale and bias) times x's rows 8h + 0..7
+// (the 32 staged values at pos, pos + 16, ..., pos + 112): the weights are the
+// A operand and x the B operand, so that a lane's dequantized values are its
+// A registers and its x row's values one shared-memory load.
 template <typename T, int B, bool kHigh>
-__device__ __forceinline__ void mma_sub(float (&c)[kTiles][4], const uint32_t (&wd)[kTiles][B],
+__device__ __forceinline__ void mma_sub(float (&c)[2][4], const uint32_t (&wd)[kTiles][B],
                                         const T (&sv)[kTiles], const T (&bv)[kTiles],
                                         const Staged<T>* xs, int rs, int M, int g, int pos) {
+  static_assert(kTiles == 2, "a warp's two n8 tiles are the A operand's 16 rows");
   const bool lo_row = g < M, hi_row = kHigh && g + 8 < M;
   if constexpr (std::is_same_v<Staged<T>, float>) {
     // bfloat16 x: dequantized values stay float32 and enter the tf32 product.
     float s[kTiles], b[kTiles];
 #pragma unroll
     for (int j = 0; j < kTiles; ++j) s[j] = mma::to_f(sv[j]), b[j] = mma::to_f(bv[j]);
+    auto value = [&](int j, int k) { return __float_as_uint(value_f32<B>(wd[j], k, s[j], b[j])); };
 #pragma unroll
     for (int st = 0; st < 8; ++st) {
       float4 xa = make_float4(0.f, 0.f, 0.f, 0.f), xb = xa;
       if (lo_row) xa = *reinterpret_cast<const float4*>(xs + g * rs + pos + st * 16);
       if (hi_row) xb = *reinterpret_cast<const float4*>(xs + (g + 8) * rs + pos + st * 16);
-      const uint32_t a0[4] = {__float_as_uint(xa.x), __float_as_uint(xb.x), __float_as_uint(xa.y),
-                              __float_as_uint(xb.y)};
-      const uint32_t a1[4] = {__float_as_uint(xa.z), __float_as_uint(xb.z), __float_as_uint(xa.w),
-                              __float_as_uint(xb.w)};
 #pragma unroll
-      for (int j = 0; j < kTiles; ++j) {
-        const float w0 = fmaf(s[j], q_float<B>(wd[j], pair_k<B>(2 * st, 0)), b[j]);
-        const float w1 = fmaf(s[j], q_float<B>(wd[j], pair_k<B>(2 * st, 1)), b[j]);
-        const float w2 = fmaf(s[j], q_float<B>(wd[j], pair_k<B>(2 * st + 1, 0)), b[j]);
-        const float w3 = fmaf(s[j], q_float<B>(wd[j], pair_k<B>(2 * st + 1, 1)), b[j]);
-        mma::mma1688_tf32(c[j], a0, __float_as_uint(w0), __float_as_uint(w1));
-        mma::mma1688_tf32(c[j], a1, __float_as_uint(w2), __float_as_uint(w3));
+      for (int pr = 0; pr < 2; ++pr) {
+        const int klo = pair_k<B>(2 * st + pr, 0), khi = pair_k<B>(2 * st + pr, 1);
+        const uint32_t a[4] = {value(0, klo), value(1, klo), value(0, khi), value(1, khi)};
+        mma::mma1688_tf32(c[0], a, __float_as_uint(pr ? xa.z : xa.x),
+                          __float_as_uint(pr ? xa.w : xa.y));
+        if constexpr (kHigh) {
+          mma::mma1688_tf32(c[1], a, __float_as_uint(pr ? xb.z : xb.x),
+                            __float_as_uint(pr ? xb.w : xb.y));
+        }
       }
     }
   } else {
-    uint32_t p[kTiles][16];
-#pragma unroll
-    for (int j = 0; j < kTiles; ++j) {
-      dequant32<B>(wd[j], __half2(sv[j], sv[j]), __half2(bv[j], bv[j]), p[j]);
-    }
+    const __half2 s0(sv[0], sv[0]), s1(sv[1], sv[1]), b0(bv[0], bv[0]), b1(bv[1], bv[1]);
     const uint32_t* xw = reinterpret_cast<const uint32_t*>(xs);
 #pragma unroll
     for (int st = 0; st < 8; ++st) {
-      uint32_t a[4] = {0, 0, 0, 0};
-      if (lo_row) {
-        const uint2 u = *reinterpret_cast<const uint2*>(xw + (g * rs + pos + st * 16) / 2);
-        a[0] = u.x, a[2] = u.y;
+      const uint32_t a[4] = {value_pair_f16<B>(wd[0], 2 * st, s0, b0),
+                             value_pair_f16<B>(wd[1], 2 * st, s1, b1),
+                             value_pair_f16<B>(wd[0], 2 * st + 1, s0, b0),
+                             value_pair_f16<B>(wd[1], 2 * st + 1, s1, b1)};
+      uint2 u = make_uint2(0, 0);
+      if (lo_row) u = *reinterpret_cast<const uint2*>(xw + (g * rs + pos + st * 16) / 2);
+      mma::mma16816<T>(c[0], a, u.x, u.y);
+      if constexpr (kHigh) {
+        uint2 v = make_uint2(0, 0);
+        if (hi_row) v = *reinterpret_cast<const uint2*>(xw + ((g + 8) * rs + pos + st * 16) / 2);
+        mma::mma16816<T>(c[1], a, v.x, v.y);
       }
-      if (hi_row) {
-        const uint2 u = *reinterpret_cast<const uint2*>(xw + ((g + 8) * rs + pos + st * 16) / 2);
-        a[1] = u.x, a[3] = u.y;
-      }
-#pragma unroll
-      for (int j = 0; j < kTiles; ++j) mma::mma16816<T>(c[j], a, p[j][2 * st], p[j][2 * st + 1]);
     }
   }
 }
@@ -392,9 +397,9 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
   stage_x<T, B>(xs, rs, x + int64_t(batch) * M * K, K, M, k0, main_len, range);
   __syncthreads();
 
-  float c[kTiles][4];
+  float c[2][4];  // x rows 0..7 and 8..15
 #pragma unroll
-  for (int j = 0; j < kTiles; ++j) c[j][0] = c[j][1] = c[j][2] = c[j][3] = 0.f;
+  for (int h = 0; h < 2; ++h) c[h][0] = c[h][1] = c[h][2] = c[h][3] = 0.f;
   const T zero = mma::from_f<T>(0.f);
 
   for (int a = 0; a < main_len / span; ++a) {
@@ -444,22 +449,23 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
     }
   }
 
+  // c[h][2 r + e] is y's row 8 h + 2 t + e, column n_base + 8 r + g.
   const bool direct = plan.splits() == 1;
 #pragma unroll
-  for (int j = 0; j < kTiles; ++j) {
-    const int64_t n = n_base + j * 8 + 2 * t;
+  for (int h = 0; h < (kHigh ? 2 : 1); ++h) {
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int m = g + 8 * h;
+    for (int e = 0; e < 2; ++e) {
+      const int m = 8 * h + 2 * t + e;
       if (m >= M) continue;
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        if (n + e >= N) continue;
-        const float v = c[j][2 * h + e];
+      for (int r = 0; r < 2; ++r) {
+        const int64_t n = n_base + 8 * r + g;
+        if (n >= N) continue;
+        const float v = c[h][2 * r + e];
         if (direct) {
-          y[(int64_t(batch) * M + m) * N + n + e] = mma::from_f<T>(v);
+          y[(int64_t(batch) * M + m) * N + n] = mma::from_f<T>(v);
         } else {
-          partials[((int64_t(batch) * plan.splits() + split) * M + m) * N + n + e] = v;
+          partials[((int64_t(batch) * plan.splits() + split) * M + m) * N + n] = v;
         }
       }
     }
