@@ -187,7 +187,8 @@ struct Weights {
 };
 
 template <typename T>
-Weights make_weights(int64_t N, int64_t K, int bits, int group, int64_t rotate_bytes, uint64_t seed) {
+Weights make_weights(int64_t N, int64_t K, int bits, int group, int64_t rotate_bytes,
+                     uint64_t seed) {
   Weights W;
   W.N = N, W.K = K, W.words = N * K * bits / 32, W.groups = N * K / group;
   const size_t one = W.words * 4 + 2 * W.groups * sizeof(T);
@@ -290,8 +291,11 @@ void small_m_case(cublasHandle_t h, int64_t N, int64_t K, int bits, int group, i
     const int copies = int(std::max<int64_t>(1, rotate / wbytes));
     T* Wr;
     CK(cudaMalloc(&Wr, copies * wbytes));
-    for (int c = 0; c < copies; ++c) CK(cudaMemcpy(Wr + c * N * K, Wd, wbytes, cudaMemcpyDeviceToDevice));
-    const float t_blas = time_ms([&](int i) { gemm<T>(h, x, Wr + (i % copies) * N * K, y_ref, M, int(N), int(K)); });
+    for (int c = 0; c < copies; ++c) {
+      CK(cudaMemcpy(Wr + c * N * K, Wd, wbytes, cudaMemcpyDeviceToDevice));
+    }
+    const float t_blas = time_ms(
+        [&](int i) { gemm<T>(h, x, Wr + (i % copies) * N * K, y_ref, M, int(N), int(K)); });
     CK(cudaFree(Wr));
     char line[512];
     std::snprintf(line, sizeof line,

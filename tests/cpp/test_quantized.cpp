@@ -339,9 +339,9 @@ TEST(GatherQMM, HalfPrecisionExpertsMatchEachMatrix) {
           ASSERT_EQ(y.shape(), (Shape{4, M, N})) << ctx;
           auto xv = as_doubles(x), yv = as_doubles(y);
           for (int i = 0; i < 4; ++i) {
-            auto W = as_doubles(dequantize(take(q[0], array(idx[i]), 0), take(q[1], array(idx[i]), 0),
-                                           take(q[2], array(idx[i]), 0), g, bits, "affine",
-                                           std::nullopt, float64, Device::cpu));
+            const array e(idx[i]);
+            auto W = as_doubles(dequantize(take(q[0], e, 0), take(q[1], e, 0), take(q[2], e, 0), g,
+                                           bits, "affine", std::nullopt, float64, Device::cpu));
             std::vector<double> xi(xv.begin() + i * M * K, xv.begin() + (i + 1) * M * K);
             std::vector<double> got(yv.begin() + i * M * N, yv.begin() + (i + 1) * M * N);
             expect_close(got, matmul_reference(xi, M, K, W, N, true), harness::rtol_for(t) * 4,

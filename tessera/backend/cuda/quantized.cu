@@ -211,7 +211,8 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
   }
   const int64_t w_rows = w.shape(-2), values = w.shape(-1) * 32 / bits_;
   const int64_t batches = static_cast<int64_t>(w.size()) / (w_rows * w.shape(-1));
-  const int64_t rows_per_batch = static_cast<int64_t>(inputs[0].size()) / (transpose_ ? values : w_rows) / batches;
+  const int64_t rows_per_batch =
+      static_cast<int64_t>(inputs[0].size()) / (transpose_ ? values : w_rows) / batches;
   const Dtype t = out.dtype();
   const bool half = t == float16 || t == bfloat16;
   const cudaDeviceProp& prop = properties(s.device.index);

@@ -48,10 +48,13 @@
 //     K reading nothing). With one range the block writes y; with more, each
 //     writes float32 partial sums and a second kernel adds them and rounds.
 //   - Used (backend/cuda/quantized.cu) for bfloat16 and float16 x on sm_80 and
-//     later when every row of packed words is a multiple of 16 bytes; float32
-//     and float64 x keep the scalar kernel (their tests expect float32
-//     products, which a 16-bit tensor-core operand would not give), and other
-//     shapes dequantize and use the matrix product.
+//     later with at most kMaxRows = 16 rows of x per weight matrix, when every
+//     row of packed words is a multiple of 16 bytes; float32 and float64 x
+//     keep the scalar kernel (their tests expect float32 products). More rows
+//     (prefill) and the other layout dequantize w into a temporary, 16 bytes
+//     a store, and multiply with cuBLASLt: past a few dozen rows the product
+//     is bound by the GEMM, and the temporary costs one write and one read of
+//     the 16-bit matrix.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -76,7 +79,9 @@ constexpr int kBlocksPerSm = 4;
 constexpr int kTailStep = 128;
 
 // Sub-chunks of 32 values in a lane chunk.
-TESSERA_QUANT_HD constexpr int sub_chunks(int bits) { return bits == 2 ? 8 : (bits == 6 || bits == 8) ? 2 : 4; }
+TESSERA_QUANT_HD constexpr int sub_chunks(int bits) {
+  return bits == 2 ? 8 : (bits == 6 || bits == 8) ? 2 : 4;
+}
 TESSERA_QUANT_HD constexpr int span_of(int bits) { return 128 * sub_chunks(bits); }
 
 // Offset in its 32-value sub-chunk of the low (hi = 0) or high value of pair
@@ -191,7 +196,9 @@ __global__ void dequantize_kernel(const uint32_t* __restrict__ w, const T* __res
     for (int i = 0; i < 32; ++i) v[i] = static_cast<T>(s * static_cast<C>(q[i]) + z);
     uint4* dst = reinterpret_cast<uint4*>(out + c * 32);
 #pragma unroll
-    for (int i = 0; i < 32 * int(sizeof(T)) / 16; ++i) dst[i] = reinterpret_cast<const uint4*>(v)[i];
+    for (int i = 0; i < 32 * int(sizeof(T)) / 16; ++i) {
+      dst[i] = reinterpret_cast<const uint4*>(v)[i];
+    }
   }
 }
 
