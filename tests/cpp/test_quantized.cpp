@@ -280,6 +280,79 @@ TEST(QuantizedMatmul, MatchesTheProductWithTheDequantizedMatrix) {
   }
 }
 
+// Every bits, group size and dtype, with row counts around the small-M
+// kernels' bounds (8 and 16 rows) and on both sides of them, for both layouts.
+// With transpose, K = 1152 is two 512-value steps and a 128-value tail for 4
+// bits (other bits: other step counts), and N = 76 ends inside an n8 tile.
+TEST(QuantizedMatmul, EveryBitsGroupDtypeAndRowCount) {
+  const int row_counts[] = {1, 2, 3, 7, 8, 15, 16, 17, 64};
+  for (bool transpose : {true, false}) {
+    const int K = transpose ? 1152 : 256, N = transpose ? 76 : 384;
+    const int rows = transpose ? N : K, values = transpose ? K : N;
+    for (int bits : kBits) {
+      for (int g : kGroups) {
+        for (Dtype t : harness::float_types()) {
+          const uint64_t seed = bits * 1000 + g * 10 + static_cast<int>(t.val);
+          array wf = astype(random_f64({rows, values}, seed), t);
+          auto q = quantize(wf, g, bits, "affine", std::nullopt, Device::cpu);
+          auto W = as_doubles(dequantize(q[0], q[1], q[2], g, bits, "affine", std::nullopt,
+                                         float64, Device::cpu));
+          for (Device d : harness::devices()) {
+            for (int M : row_counts) {
+              const std::string ctx = std::string(d == Device::cpu ? "cpu" : "gpu") +
+                                      " transpose " + (transpose ? "true" : "false") + " bits " +
+                                      std::to_string(bits) + " group " + std::to_string(g) + " " +
+                                      dtype_name(t) + " M " + std::to_string(M);
+              array x = astype(random_f64({M, K}, seed + M), t);
+              array y = quantized_matmul(x, q[0], q[1], q[2], transpose, g, bits, "affine", d);
+              ASSERT_EQ(y.shape(), (Shape{M, N})) << ctx;
+              ASSERT_EQ(y.dtype(), t) << ctx;
+              auto want = matmul_reference(as_doubles(x), M, K, W, N, transpose);
+              expect_close(as_doubles(y), want, t == float64 ? 1e-12 : harness::rtol_for(t) * 4,
+                           ctx);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// gather_qmm over 16-bit float experts: each row block of x against the
+// matrix its index names, for row counts the small-M kernel takes (1 to 16)
+// and one it does not.
+TEST(GatherQMM, HalfPrecisionExpertsMatchEachMatrix) {
+  const int E = 3, N = 40, K = 384, g = 64;
+  for (Device d : harness::devices()) {
+    for (int bits : {3, 4, 8}) {
+      for (Dtype t : {float16, bfloat16}) {
+        array wf = astype(random_f64({E, N, K}, 20 + bits), t);
+        auto q = quantize(wf, g, bits, "affine", std::nullopt, d);
+        for (int M : {1, 5, 16, 20}) {
+          const std::string ctx = std::string(d == Device::cpu ? "cpu" : "gpu") + " bits " +
+                                  std::to_string(bits) + " " + dtype_name(t) + " M " +
+                                  std::to_string(M);
+          array x = astype(random_f64({4, M, K}, 30 + M), t);
+          const std::vector<int32_t> idx = {2, 0, 2, 1};
+          array y = gather_qmm(x, q[0], q[1], q[2], std::nullopt,
+                               array(idx.begin(), {4}, int32), true, g, bits, "affine", false, d);
+          ASSERT_EQ(y.shape(), (Shape{4, M, N})) << ctx;
+          auto xv = as_doubles(x), yv = as_doubles(y);
+          for (int i = 0; i < 4; ++i) {
+            const array e(idx[i]);
+            auto W = as_doubles(dequantize(take(q[0], e, 0), take(q[1], e, 0), take(q[2], e, 0), g,
+                                           bits, "affine", std::nullopt, float64, Device::cpu));
+            std::vector<double> xi(xv.begin() + i * M * K, xv.begin() + (i + 1) * M * K);
+            std::vector<double> got(yv.begin() + i * M * N, yv.begin() + (i + 1) * M * N);
+            expect_close(got, matmul_reference(xi, M, K, W, N, true), harness::rtol_for(t) * 4,
+                         ctx + " expert row block " + std::to_string(i));
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(QuantizedMatmul, BatchedWeightsBroadcastWithX) {
   const int g = 32, K = 64, N = 40, B = 3;
   for (Device d : harness::devices()) {

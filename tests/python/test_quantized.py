@@ -156,6 +156,35 @@ def test_gather_qmm_chooses_experts_like_numpy(device):
     np.testing.assert_allclose(np.array(y2), want2, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("bits", BITS)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_quantized_matmul_every_dtype_and_row_count(bits, dtype, device):
+    """Row counts around the small-M kernels' bounds (8 and 16 rows), every
+    group size, both layouts, against NumPy's product with the dequantized
+    matrix (scales and biases in dtype)."""
+    dt = getattr(mx, dtype)
+    # Error bound relative to the largest |y|: x and y are rounded to dtype.
+    tol = {"float16": 8e-3, "bfloat16": 6.4e-2, "float32": 1e-5}[dtype]
+    for transpose in [True, False]:
+        K, N = (1152, 76) if transpose else (256, 384)
+        for group_size in GROUPS:
+            w = RNG.standard_normal((N, K) if transpose else (K, N)).astype(np.float32)
+            wq, scales, biases = mx.quantize(mx.array(w).astype(dt), group_size, bits)
+            assert scales.dtype == dt
+            W = np_dequantize(np.array(wq), np.array(scales.astype(mx.float32)),
+                              np.array(biases.astype(mx.float32)), group_size, bits)
+            for M in [1, 2, 3, 7, 8, 15, 16, 17, 64]:
+                x = mx.array(RNG.standard_normal((M, K)).astype(np.float32)).astype(dt)
+                y = mx.quantized_matmul(x, wq, scales, biases, transpose=transpose,
+                                        group_size=group_size, bits=bits)
+                assert y.shape == (M, N) and y.dtype == dt
+                xd = np.array(x.astype(mx.float32)).astype(np.float64)
+                want = xd @ (W.T if transpose else W)
+                got = np.array(y.astype(mx.float32)).astype(np.float64)
+                err = np.abs(got - want).max()
+                assert err <= tol * np.abs(want).max(), (transpose, group_size, M, err)
+
+
 def test_quantized_matmul_half_precision_x(device):
     w = RNG.standard_normal((32, 64)).astype(np.float32)
     wq, scales, biases = mx.quantize(mx.array(w), 32, 4)

@@ -3,12 +3,16 @@
 //
 //   quantize    one thread per group: its extremes, its scale and bias, then
 //               its values packed 32 at a time (`bits` words per 32 values)
-//   dequantize  one thread per output element
-//   matmul      with transpose and at most 8 rows of x per weight matrix
-//               (decoding), one warp per output column reads the packed row
-//               once; otherwise w is dequantized into a temporary of the
-//               output's dtype and the Matmul primitive's cuBLASLt path
-//               multiplies x with it (a transposed view when transpose is true)
+//   dequantize  one thread per 32 values (quantized.cuh)
+//   matmul      with transpose and at most 16 rows of x per weight matrix
+//               (decoding): bfloat16 and float16 x on sm_80 and later take the
+//               tensor-core kernel of quantized.cuh (Note [Small-M quantized
+//               product]); float32 and float64 x with at most 8 rows, one warp
+//               per output column reading the packed row once; otherwise w is
+//               dequantized into a temporary of the output's dtype and the
+//               Matmul primitive's cuBLASLt path multiplies x with it (a
+//               transposed view when transpose is true). gather_qmm reaches
+//               this through quantized_matmul on the gathered matrices.
 // Inputs that are not row-contiguous are copied into dense buffers first.
 #include <cuda_runtime.h>
 
@@ -19,6 +23,7 @@
 #include "tessera/backend/common/views.h"
 #include "tessera/backend/cuda/copy.h"
 #include "tessera/backend/cuda/device.h"
+#include "tessera/backend/cuda/quantized.cuh"
 #include "tessera/backend/cuda/reduce.cuh"
 #include "tessera/ops/primitives/matmul.h"
 #include "tessera/ops/primitives/quantized.h"
@@ -75,23 +80,9 @@ __global__ void quantize_kernel(const T* __restrict__ w, uint32_t* __restrict__ 
   }
 }
 
-template <typename T>
-__global__ void dequantize_kernel(const uint32_t* __restrict__ w, const T* __restrict__ scales,
-                                  const T* __restrict__ biases, T* __restrict__ out, int64_t n,
-                                  int64_t values, int group_size, int bits) {
-  using C = dev_compute_t<T>;
-  const int64_t words = values * bits / 32, groups = values / group_size;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t r = i / values, k = i - r * values;
-    const int64_t gi = r * groups + k / group_size;
-    const C q = static_cast<C>(quant::unpack(w + r * words, k, bits));
-    out[i] = convert<T>(widen(scales[gi]) * q + widen(biases[gi]));
-  }
-}
-
-// y (M, N) = x (M, K) @ W^T for a few rows of x (M <= kSmallM), W (N, K)
-// packed, per batch element blockIdx.y: one warp per output column n. Each
+// y (M, N) = x (M, K) @ W^T for a few rows of float32 or float64 x (M <=
+// kSmallM), W (N, K) packed, per batch element blockIdx.y: one warp per output
+// column n. Each
 // lane takes chunks of 32 values (B words), unpacks them and adds
 // scale * (q . x) + bias * sum(x) for every row of x; the warp then sums.
 constexpr int kSmallM = 8;
@@ -168,16 +159,16 @@ void launch_small_m(int rows, const void* x, const void* w, const void* scales,
 void dequantize_into(const array& w_in, const array& scales_in, const array& biases_in,
                      array& out, int group_size, int bits, const Stream& s, const char* op) {
   array w = dense(w_in, s, op), scales = dense(scales_in, s, op), biases = dense(biases_in, s, op);
-  const int64_t n = static_cast<int64_t>(out.size()), values = out.shape(-1);
+  const int64_t n = static_cast<int64_t>(out.size());
   const uint32_t* wp = device_ptr<uint32_t>(w, s);
   const void* sp = device_ptr(scales, s);
   const void* bp = device_ptr(biases, s);
   void* op_out = allocate_output(out, s);
   dispatch_float(out.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    dequantize_kernel<T><<<grid_blocks(n, kThreads), kThreads, 0, cuda_stream(s)>>>(
-        wp, static_cast<const T*>(sp), static_cast<const T*>(bp), static_cast<T*>(op_out), n,
-        values, group_size, bits);
+    check(qmm::dequantize<T>(wp, static_cast<const T*>(sp), static_cast<const T*>(bp),
+                             static_cast<T*>(op_out), n, group_size, bits, cuda_stream(s)),
+          "qmm::dequantize", __FILE__, __LINE__);
   });
   check_launch(op);
 }
@@ -220,8 +211,46 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
   }
   const int64_t w_rows = w.shape(-2), values = w.shape(-1) * 32 / bits_;
   const int64_t batches = static_cast<int64_t>(w.size()) / (w_rows * w.shape(-1));
-  const int64_t rows_per_batch = static_cast<int64_t>(inputs[0].size()) / (transpose_ ? values : w_rows) / batches;
-  if (transpose_ && rows_per_batch <= kSmallM && batches <= 65535) {
+  const int64_t rows_per_batch =
+      static_cast<int64_t>(inputs[0].size()) / (transpose_ ? values : w_rows) / batches;
+  const Dtype t = out.dtype();
+  const bool half = t == float16 || t == bfloat16;
+  const cudaDeviceProp& prop = properties(s.device.index);
+  if (transpose_ && half && prop.major >= 8 && rows_per_batch <= qmm::kMaxRows) {
+    // Note [Small-M quantized product].
+    const char* op = "QuantizedMatmul";
+    array x = dense(inputs[0], s, op), wd = dense(w, s, op);
+    const void* xp = device_ptr(x, s);
+    const uint32_t* wp = device_ptr<uint32_t>(wd, s);
+    if (qmm::small_m_applies(bits_, rows_per_batch, w_rows, values, batches, xp, wp)) {
+      const int M = static_cast<int>(rows_per_batch);
+      array scales = dense(inputs[2], s, op), biases = dense(inputs[3], s, op);
+      const void* sp = device_ptr(scales, s);
+      const void* bp = device_ptr(biases, s);
+      void* yp = allocate_output(out, s);
+      auto run = [&](auto tag) {
+        using T = decltype(tag);
+        const qmm::SmallM plan =
+            qmm::small_m_plan<T>(bits_, M, w_rows, values, batches, prop.multiProcessorCount);
+        const int64_t partial_floats = qmm::small_m_partials(plan, M, w_rows, batches);
+        float* partials = nullptr;
+        if (partial_floats) {
+          partials = static_cast<float*>(scratch(partial_floats * sizeof(float), s));
+        }
+        check(qmm::small_m<T>(static_cast<const T*>(xp), wp, static_cast<const T*>(sp),
+                              static_cast<const T*>(bp), static_cast<T*>(yp), partials, M, w_rows,
+                              values, group_size_, bits_, batches, plan, cuda_stream(s)),
+              "qmm::small_m", __FILE__, __LINE__);
+      };
+      if (t == bfloat16) {
+        run(__nv_bfloat16{});
+      } else {
+        run(__half{});
+      }
+      return;
+    }
+  }
+  if (transpose_ && !half && rows_per_batch <= kSmallM && batches <= 65535) {
     // Few rows of x: one pass over the packed weights, no dequantized copy.
     const char* op = "QuantizedMatmul";
     array x = dense(inputs[0], s, op), wd = dense(w, s, op);
@@ -231,14 +260,19 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
     const void* sp = device_ptr(scales, s);
     const void* bp = device_ptr(biases, s);
     void* yp = allocate_output(out, s);
-    dispatch_float(out.dtype(), op, [&](auto tag) {
-      using T = typename decltype(tag)::type;
+    auto run = [&](auto tag) {
+      using T = decltype(tag);
       quant::dispatch_bits(bits_, [&](auto b) {
         launch_small_m<T, decltype(b)::value>(static_cast<int>(rows_per_batch), xp, wp, sp, bp,
                                               yp, batches, w_rows, values, group_size_,
                                               cuda_stream(s));
       });
-    });
+    };
+    if (t == float32) {
+      run(float{});
+    } else {
+      run(double{});
+    }
     check_launch(op);
     return;
   }

@@ -1,0 +1,557 @@
+// Quantized-product kernels on plain pointers (Note [Affine quantization] in
+// backend/common/quantize.h gives the packing), so that a standalone harness
+// can include them:
+//
+//   qmm::dequantize<T>(w, scales, biases, out, values, group_size, bits, stream);
+//   qmm::SmallM plan = qmm::small_m_plan(bits, M, N, K, batches, sms);
+//   qmm::small_m<T>(x, w, scales, biases, y, partials, M, N, K, group_size, bits,
+//                   batches, plan, stream);  // y (M, N) = x (M, K) @ W^T
+//
+// Note [Small-M quantized product]
+// y = x W^T with W (N, K) packed along K (nn.QuantizedLinear's layout) and at
+// most 16 rows of x per weight matrix (decoding, small batches): a pass over
+// the packed weights must run at memory bandwidth, so it reads them once, with
+// 16-byte loads, and never writes a dequantized copy.
+//   - Each warp owns 16 weight rows, the A operand of mma.sync (m16n8k16 in
+//     float16, m16n8k8 in tf32), and x's rows 0..7 (and 8..15 when M > 8, a
+//     second product) are the n8 B operand, rows from M on zero registers.
+//     Lane 4g + t reads weight rows g and g + 8 of the warp's 16, so that its
+//     dequantized values are its A registers as they come.
+//   - A lane chunk is 32 sub values of one weight row (sub sub-chunks of 32
+//     values, chosen per bits so that it is a whole number of 16-byte loads,
+//     48 to 80 bytes); the 4 lanes t of a row read 4 consecutive lane chunks,
+//     a step of span = 4 * 32 sub values. Within one product each lane
+//     contributes 4 values of K (2 in tf32), so the product's k order is a
+//     permutation of the step's K: the dequantizer emits pairs of values in
+//     the order that costs least to unpack (pair_k), and x is staged in shared
+//     memory in that same order, so that a lane's B fragment is one 8-byte
+//     (16-byte in float32) load per 8 rows.
+//   - Dequantization is scale * q + bias per group of 32 or more values,
+//     exact or within the precision of the tensor-core operand, never rounded
+//     to bfloat16: the products keep the precision of the float32 reference
+//     (the dequantized matrix times x) that the tests hold them to.
+//     float16 x: m16n8k16 in float16. The q pairs are masked into the
+//     mantissas of float16 values of a fixed exponent (a "magic number",
+//     1024 + q, exact for q < 1024), so that two values cost a mask, a
+//     subtraction and a fused multiply-add (one rounding to float16, whose
+//     11 bits are the operand's precision).
+//     bfloat16 x: a bfloat16 operand would round every weight to 8 bits, so
+//     the values are computed in float32 (q as 2^23 + q, minus 2^23) and
+//     enter m16n8k8 in tf32 (11 significant bits, truncated), x staged as
+//     float32 (exact). This costs about twice the instructions per value.
+//   - Split-K: x's rows for the block's K range sit in shared memory (at most
+//     kSmemBytes), and a grid of ceil(N / kCols) blocks alone can leave most of
+//     the 132 multiprocessors of an H200 idle. So K is cut into main_splits
+//     ranges of whole steps, enough that the grid has about kBlocksPerSm
+//     blocks per multiprocessor and each range fits the shared memory, plus
+//     one range for the tail (K modulo span, in steps of 128 values, lanes past
+//     K reading nothing). With one range the block writes y; with more, each
+//     writes float32 partial sums and a second kernel adds them and rounds.
+//   - Used (backend/cuda/quantized.cu) for bfloat16 and float16 x on sm_80 and
+//     later with at most kMaxRows = 16 rows of x per weight matrix, when every
+//     row of packed words is a multiple of 16 bytes; float32 and float64 x
+//     keep the scalar kernel (their tests expect float32 products). More rows
+//     (prefill) and the other layout dequantize w into a temporary, 16 bytes
+//     a store, and multiply with cuBLASLt: past a few dozen rows the product
+//     is bound by the GEMM, and the temporary costs one write and one read of
+//     the 16-bit matrix.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "tessera/backend/common/quantize.h"
+#include "tessera/backend/cuda/mma.cuh"
+
+namespace tessera::gpu::qmm {
+
+constexpr int kMaxRows = 16;
+constexpr int kWarps = 8;
+constexpr int kTiles = 2;
+constexpr int kCols = kWarps * kTiles * 8;  // output columns of a block
+constexpr int kSmemBytes = 96 * 1024;  // of staged x per block
+constexpr int kBlocksPerSm = 4;
+constexpr int kTailStep = 128;
+
+// Sub-chunks of 32 values in a lane chunk.
+TESSERA_QUANT_HD constexpr int sub_chunks(int bits) {
+  return bits == 2 ? 8 : (bits == 6 || bits == 8) ? 2 : 4;
+}
+TESSERA_QUANT_HD constexpr int span_of(int bits) { return 128 * sub_chunks(bits); }
+
+// Offset in its 32-value sub-chunk of the low (hi = 0) or high value of pair
+// i (Note [Small-M quantized product]): for 2, 4 and 8 bits word j's pair r
+// holds values r and r + 16 / B of the word; otherwise pairs are consecutive.
+template <int B>
+__host__ __device__ constexpr int pair_k(int i, int hi) {
+  if constexpr (B == 2 || B == 4 || B == 8) {
+    constexpr int per_word = 16 / B;
+    return (i / per_word) * (32 / B) + i % per_word + hi * per_word;
+  } else {
+    return 2 * i + hi;
+  }
+}
+
+// What x is staged as: float32 for bfloat16 (the tf32 product), else T.
+template <typename T>
+using Staged = std::conditional_t<std::is_same_v<T, __nv_bfloat16>, float, T>;
+
+struct SmallM {
+  int main_splits;  // ranges of whole steps
+  int steps;        // K / span
+  int tail;         // K % span
+  TESSERA_QUANT_HD int splits() const { return main_splits + (tail > 0 ? 1 : 0); }
+};
+
+// Few rows of x, rows of packed words a multiple of 16 bytes and x and w
+// aligned to 16 bytes: the kernel applies.
+inline bool small_m_applies(int bits, int64_t M, int64_t N, int64_t K, int64_t batches,
+                            const void* x, const void* w) {
+  return M >= 1 && M <= kMaxRows && (K * bits / 8) % 16 == 0 && batches <= 65535 &&
+         N <= (int64_t(1) << 30) && K <= (int64_t(1) << 30) &&
+         reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(w) % 16 == 0;
+}
+
+template <typename T>
+SmallM small_m_plan(int bits, int M, int64_t N, int64_t K, int64_t batches, int sms) {
+  const int span = span_of(bits);
+  SmallM p;
+  p.steps = static_cast<int>(K / span);
+  p.tail = static_cast<int>(K % span);
+  if (p.steps == 0) {
+    p.main_splits = 0;
+    return p;
+  }
+  // Steps that fit the shared memory (rows of range + 16 values).
+  const int fit = std::max(1, (kSmemBytes / int(sizeof(Staged<T>)) / M - 16) / span);
+  const int64_t col_blocks = (N + kCols - 1) / kCols * batches;
+  const int64_t want = (int64_t(kBlocksPerSm) * sms + col_blocks - 1) / col_blocks;
+  int64_t s = std::max<int64_t>((p.steps + fit - 1) / fit, want);
+  p.main_splits = static_cast<int>(std::min<int64_t>(s, p.steps));
+  return p;
+}
+
+// Float32 scratch the plan needs for partial sums (0 for one range).
+inline int64_t small_m_partials(const SmallM& p, int M, int64_t N, int64_t batches) {
+  return p.splits() > 1 ? int64_t(p.splits()) * M * N * batches : 0;
+}
+
+#ifdef __CUDACC__
+
+template <typename T>
+struct Compute {
+  using type = std::conditional_t<std::is_same_v<T, double>, double, float>;
+};
+
+template <typename T>
+__device__ __forceinline__ typename Compute<T>::type widen_q(T v) {
+  return static_cast<typename Compute<T>::type>(v);
+}
+
+// ---- dequantize: one thread per 32 values, 16-byte stores -------------------
+
+// B words from p, in 16- or 8-byte loads where kVec (p aligned to them).
+template <int B, bool kVec>
+__device__ __forceinline__ void load_words(const uint32_t* p, uint32_t (&w)[B]) {
+  if constexpr (kVec && B % 4 == 0) {
+#pragma unroll
+    for (int i = 0; i < B / 4; ++i) {
+      uint4 v = __ldg(reinterpret_cast<const uint4*>(p) + i);
+      w[4 * i] = v.x, w[4 * i + 1] = v.y, w[4 * i + 2] = v.z, w[4 * i + 3] = v.w;
+    }
+  } else if constexpr (kVec && B % 2 == 0) {
+#pragma unroll
+    for (int i = 0; i < B / 2; ++i) {
+      uint2 v = __ldg(reinterpret_cast<const uint2*>(p) + i);
+      w[2 * i] = v.x, w[2 * i + 1] = v.y;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < B; ++i) w[i] = __ldg(p + i);
+  }
+}
+
+// out[32 c ..] for every 32-value chunk c: values of all rows are contiguous,
+// and groups never straddle rows, so chunk c's group is 32 c / group_size.
+template <typename T, int B, bool kVec>
+__global__ void dequantize_kernel(const uint32_t* __restrict__ w, const T* __restrict__ scales,
+                                  const T* __restrict__ biases, T* __restrict__ out,
+                                  int64_t chunks, int group_size) {
+  using C = typename Compute<T>::type;
+  for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < chunks;
+       c += int64_t(gridDim.x) * blockDim.x) {
+    uint32_t words[B];
+    load_words<B, kVec>(w + c * B, words);
+    uint32_t q[32];
+    quant::unpack32<B>(words, q);
+    const int64_t g = c * 32 / group_size;
+    const C s = widen_q(scales[g]), z = widen_q(biases[g]);
+    alignas(16) T v[32];
+#pragma unroll
+    for (int i = 0; i < 32; ++i) v[i] = static_cast<T>(s * static_cast<C>(q[i]) + z);
+    uint4* dst = reinterpret_cast<uint4*>(out + c * 32);
+#pragma unroll
+    for (int i = 0; i < 32 * int(sizeof(T)) / 16; ++i) {
+      dst[i] = reinterpret_cast<const uint4*>(v)[i];
+    }
+  }
+}
+
+// ---- small M: dequantize into mma B fragments -------------------------------
+
+// (v & mask) | bits in one instruction.
+__device__ __forceinline__ uint32_t and_or(uint32_t v, uint32_t mask, uint32_t bits) {
+  uint32_t d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(d) : "r"(v), "r"(mask), "r"(bits));
+  return d;
+}
+
+// The B bits of value k of a sub-chunk's words, shifted down (k a compile-time
+// position once unrolled), with `bits` or-ed in.
+template <int B>
+__device__ __forceinline__ uint32_t value_bits(const uint32_t* w, int k, uint32_t bits) {
+  const int p = k * B, word = p >> 5, sh = p & 31;
+  const uint32_t v = sh + B > 32 ? __funnelshift_r(w[word], w[word + 1], sh) : w[word] >> sh;
+  return and_or(v, (1u << B) - 1u, bits);
+}
+
+// The float32 scale * q + bias of value k of a sub-chunk's words: q as the
+// float 2^23 + q (its bits 0x4B000000 | q), minus 2^23, exactly.
+template <int B>
+__device__ __forceinline__ float value_f32(const uint32_t* w, int k, float s, float b) {
+  uint32_t bits;
+  if constexpr (B == 8) {
+    bits = __byte_perm(w[k / 4], 0x4B000000u, 0x7650u + k % 4);
+  } else {
+    bits = value_bits<B>(w, k, 0x4B000000u);
+  }
+  return fmaf(s, __uint_as_float(bits) - 8388608.f, b);
+}
+
+// Pair i (pair_k order) of float16 values scale * q + bias of a sub-chunk's
+// words: q masked into the mantissa of 1024 + q (exact for q < 1024), minus
+// 1024, times the scale plus the bias, two values an instruction.
+template <int B>
+__device__ __forceinline__ uint32_t value_pair_f16(const uint32_t* w, int i, __half2 s2,
+                                                   __half2 b2) {
+  constexpr uint32_t kMagic = 0x64006400u;  // 1024, 1024
+  uint32_t raw;
+  if constexpr (B == 2 || B == 4 || B == 8) {
+    constexpr int per_word = 16 / B;
+    raw = and_or(w[i / per_word] >> (B * (i % per_word)), ((1u << B) - 1u) * 0x00010001u, kMagic);
+  } else {
+    raw = value_bits<B>(w, 2 * i, kMagic) | (value_bits<B>(w, 2 * i + 1, 0u) << 16);
+  }
+  const __half2 one = __floats2half2_rn(1.f, 1.f), neg_magic = __floats2half2_rn(-1024.f, -1024.f);
+  const __half2 q = __hfma2(*reinterpret_cast<const __half2*>(&raw), one, neg_magic);
+  const __half2 v = __hfma2(q, s2, b2);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+
+// Stages rows [0, M) of x for the block's K range in shared memory in the
+// fragment order: the block's main steps (whole spans) first, then the tail
+// in steps of 128; positions past K hold zero. Each thread moves 32 values.
+template <typename T, int B>
+__device__ __forceinline__ void stage_x(Staged<T>* xs, int rs, const T* x, int64_t K, int M,
+                                        int64_t k0, int main_len, int range) {
+  constexpr int span = span_of(B), lane_len = span / 4;
+  const int chunks = range / 32;
+  for (int i = threadIdx.x; i < M * chunks; i += blockDim.x) {
+    const int m = i / chunks, c = i % chunks, rel = c * 32;
+    int base;
+    if (rel < main_len) {
+      const int a = rel / span, in = rel % span, t = in / lane_len, sub = (in % lane_len) / 32;
+      base = a * span + sub * 8 * 16 + t * 4;
+    } else {
+      const int r = rel - main_len, a = r / kTailStep, t = (r % kTailStep) / 32;
+      base = main_len + a * kTailStep + t * 4;
+    }
+    uint32_t v[16];
+    const bool inside = k0 + rel < K;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      uint4 u = make_uint4(0, 0, 0, 0);
+      if (inside) u = reinterpret_cast<const uint4*>(x + m * K + k0 + rel)[j];
+      v[4 * j] = u.x, v[4 * j + 1] = u.y, v[4 * j + 2] = u.z, v[4 * j + 3] = u.w;
+    }
+    auto half = [&](int k) -> uint32_t { return (v[k / 2] >> (16 * (k % 2))) & 0xffffu; };
+    Staged<T>* row = xs + m * rs + base;
+#pragma unroll
+    for (int s = 0; s < 8; ++s) {
+      const int k0_ = pair_k<B>(2 * s, 0), k1_ = pair_k<B>(2 * s, 1);
+      const int k2_ = pair_k<B>(2 * s + 1, 0), k3_ = pair_k<B>(2 * s + 1, 1);
+      if constexpr (std::is_same_v<Staged<T>, float>) {
+        // bfloat16 to float32: the bits in the high half.
+        *reinterpret_cast<float4*>(row + s * 16) =
+            make_float4(__uint_as_float(half(k0_) << 16), __uint_as_float(half(k1_) << 16),
+                        __uint_as_float(half(k2_) << 16), __uint_as_float(half(k3_) << 16));
+      } else {
+        *reinterpret_cast<uint2*>(row + s * 16) =
+            make_uint2(half(k0_) | (half(k1_) << 16), half(k2_) | (half(k3_) << 16));
+      }
+    }
+  }
+}
+
+// c[h] += the 16 weight rows (tile 0: rows g, tile 1: rows g + 8 of lane
+// 4g + t) of the sub-chunk (words wd, scale and bias) times x's rows 8h + 0..7
+// (the 32 staged values at pos, pos + 16, ..., pos + 112): the weights are the
+// A operand and x the B operand, so that a lane's dequantized values are its
+// A registers and its x row's values one shared-memory load.
+template <typename T, int B, bool kHigh>
+__device__ __forceinline__ void mma_sub(float (&c)[2][4], const uint32_t (&wd)[kTiles][B],
+                                        const T (&sv)[kTiles], const T (&bv)[kTiles],
+                                        const Staged<T>* xs, int rs, int M, int g, int pos) {
+  static_assert(kTiles == 2, "a warp's two n8 tiles are the A operand's 16 rows");
+  const bool lo_row = g < M, hi_row = kHigh && g + 8 < M;
+  if constexpr (std::is_same_v<Staged<T>, float>) {
+    // bfloat16 x: dequantized values stay float32 and enter the tf32 product.
+    float s[kTiles], b[kTiles];
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j) s[j] = mma::to_f(sv[j]), b[j] = mma::to_f(bv[j]);
+    auto value = [&](int j, int k) { return __float_as_uint(value_f32<B>(wd[j], k, s[j], b[j])); };
+#pragma unroll
+    for (int st = 0; st < 8; ++st) {
+      float4 xa = make_float4(0.f, 0.f, 0.f, 0.f), xb = xa;
+      if (lo_row) xa = *reinterpret_cast<const float4*>(xs + g * rs + pos + st * 16);
+      if (hi_row) xb = *reinterpret_cast<const float4*>(xs + (g + 8) * rs + pos + st * 16);
+#pragma unroll
+      for (int pr = 0; pr < 2; ++pr) {
+        const int klo = pair_k<B>(2 * st + pr, 0), khi = pair_k<B>(2 * st + pr, 1);
+        const uint32_t a[4] = {value(0, klo), value(1, klo), value(0, khi), value(1, khi)};
+        mma::mma1688_tf32(c[0], a, __float_as_uint(pr ? xa.z : xa.x),
+                          __float_as_uint(pr ? xa.w : xa.y));
+        if constexpr (kHigh) {
+          mma::mma1688_tf32(c[1], a, __float_as_uint(pr ? xb.z : xb.x),
+                            __float_as_uint(pr ? xb.w : xb.y));
+        }
+      }
+    }
+  } else {
+    const __half2 s0(sv[0], sv[0]), s1(sv[1], sv[1]), b0(bv[0], bv[0]), b1(bv[1], bv[1]);
+    const uint32_t* xw = reinterpret_cast<const uint32_t*>(xs);
+#pragma unroll
+    for (int st = 0; st < 8; ++st) {
+      const uint32_t a[4] = {value_pair_f16<B>(wd[0], 2 * st, s0, b0),
+                             value_pair_f16<B>(wd[1], 2 * st, s1, b1),
+                             value_pair_f16<B>(wd[0], 2 * st + 1, s0, b0),
+                             value_pair_f16<B>(wd[1], 2 * st + 1, s1, b1)};
+      uint2 u = make_uint2(0, 0);
+      if (lo_row) u = *reinterpret_cast<const uint2*>(xw + (g * rs + pos + st * 16) / 2);
+      mma::mma16816<T>(c[0], a, u.x, u.y);
+      if constexpr (kHigh) {
+        uint2 v = make_uint2(0, 0);
+        if (hi_row) v = *reinterpret_cast<const uint2*>(xw + ((g + 8) * rs + pos + st * 16) / 2);
+        mma::mma16816<T>(c[1], a, v.x, v.y);
+      }
+    }
+  }
+}
+
+// Grid (ceil(N / kCols), splits, batches), kWarps warps; Note [Small-M
+// quantized product].
+template <typename T, int B, bool kHigh>
+__global__ void __launch_bounds__(kWarps * 32, 2)
+    small_m_kernel(const T* __restrict__ x, const uint32_t* __restrict__ w,
+                   const T* __restrict__ scales, const T* __restrict__ biases, T* __restrict__ y,
+                   float* __restrict__ partials, int M, int64_t N, int64_t K, int group_size,
+                   SmallM plan) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  constexpr int SUB = sub_chunks(B), span = span_of(B), lane_len = span / 4;
+  constexpr int V = B * SUB / 4;  // 16-byte loads of a lane chunk
+  extern __shared__ uint4 smem[];
+  Staged<T>* xs = reinterpret_cast<Staged<T>*>(smem);
+
+  const int split = blockIdx.y, batch = blockIdx.z;
+  const bool tail_split = split >= plan.main_splits;
+  int64_t k0;
+  int main_len, range;
+  if (!tail_split) {
+    const int a0 = int(int64_t(split) * plan.steps / plan.main_splits);
+    const int a1 = int(int64_t(split + 1) * plan.steps / plan.main_splits);
+    k0 = int64_t(a0) * span;
+    main_len = (a1 - a0) * span;
+    range = main_len;
+  } else {
+    k0 = int64_t(plan.steps) * span;
+    main_len = 0;
+    range = (plan.tail + kTailStep - 1) / kTailStep * kTailStep;
+  }
+  const int rs = range + 16;  // row stride: the fragment loads of 8 rows avoid bank conflicts
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int64_t words_per_row = K * B / 32, groups = K / group_size;
+  const int64_t n_base = int64_t(blockIdx.x) * kCols + warp * kTiles * 8;
+
+  const uint32_t* wrow[kTiles];
+  const T* srow[kTiles];
+  const T* brow[kTiles];
+  bool valid[kTiles];
+#pragma unroll
+  for (int j = 0; j < kTiles; ++j) {
+    const int64_t n = n_base + j * 8 + g;
+    valid[j] = n < N;
+    const int64_t r = int64_t(batch) * N + (valid[j] ? n : 0);
+    wrow[j] = w + r * words_per_row;
+    srow[j] = scales + r * groups;
+    brow[j] = biases + r * groups;
+  }
+
+  stage_x<T, B>(xs, rs, x + int64_t(batch) * M * K, K, M, k0, main_len, range);
+  __syncthreads();
+
+  float c[2][4];  // x rows 0..7 and 8..15
+#pragma unroll
+  for (int h = 0; h < 2; ++h) c[h][0] = c[h][1] = c[h][2] = c[h][3] = 0.f;
+  const T zero = mma::from_f<T>(0.f);
+
+  for (int a = 0; a < main_len / span; ++a) {
+    const int64_t k = k0 + int64_t(a) * span + t * lane_len;
+    uint4 wv[kTiles][V];
+    T sv[kTiles][SUB], bv[kTiles][SUB];
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j) {
+      const uint4* src = reinterpret_cast<const uint4*>(wrow[j] + k * B / 32);
+#pragma unroll
+      for (int v = 0; v < V; ++v) wv[j][v] = valid[j] ? __ldg(src + v) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+      for (int sb = 0; sb < SUB; ++sb) {
+        const int64_t gi = (k + sb * 32) / group_size;
+        sv[j][sb] = valid[j] ? srow[j][gi] : zero;
+        bv[j][sb] = valid[j] ? brow[j][gi] : zero;
+      }
+    }
+#pragma unroll
+    for (int sb = 0; sb < SUB; ++sb) {
+      uint32_t wd[kTiles][B];
+      T s1[kTiles], b1[kTiles];
+#pragma unroll
+      for (int j = 0; j < kTiles; ++j) {
+#pragma unroll
+        for (int i = 0; i < B; ++i) wd[j][i] = reinterpret_cast<const uint32_t*>(wv[j])[sb * B + i];
+        s1[j] = sv[j][sb], b1[j] = bv[j][sb];
+      }
+      mma_sub<T, B, kHigh>(c, wd, s1, b1, xs, rs, M, g, a * span + sb * 128 + t * 4);
+    }
+  }
+
+  if (tail_split) {
+    for (int a = 0; a < range / kTailStep; ++a) {
+      const int64_t k = k0 + int64_t(a) * kTailStep + t * 32;
+      uint32_t wd[kTiles][B];
+      T s1[kTiles], b1[kTiles];
+#pragma unroll
+      for (int j = 0; j < kTiles; ++j) {
+        const bool on = valid[j] && k < K;
+#pragma unroll
+        for (int i = 0; i < B; ++i) wd[j][i] = on ? __ldg(wrow[j] + k * B / 32 + i) : 0u;
+        s1[j] = on ? srow[j][k / group_size] : zero;
+        b1[j] = on ? brow[j][k / group_size] : zero;
+      }
+      mma_sub<T, B, kHigh>(c, wd, s1, b1, xs, rs, M, g, a * kTailStep + t * 4);
+    }
+  }
+
+  // c[h][2 r + e] is y's row 8 h + 2 t + e, column n_base + 8 r + g.
+  const bool direct = plan.splits() == 1;
+#pragma unroll
+  for (int h = 0; h < (kHigh ? 2 : 1); ++h) {
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int m = 8 * h + 2 * t + e;
+      if (m >= M) continue;
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int64_t n = n_base + 8 * r + g;
+        if (n >= N) continue;
+        const float v = c[h][2 * r + e];
+        if (direct) {
+          y[(int64_t(batch) * M + m) * N + n] = mma::from_f<T>(v);
+        } else {
+          partials[((int64_t(batch) * plan.splits() + split) * M + m) * N + n] = v;
+        }
+      }
+    }
+  }
+#endif
+}
+
+// y[b, m, n] = sum over splits of partials[b, split, m, n].
+template <typename T>
+__global__ void sum_partials_kernel(const float* __restrict__ partials, T* __restrict__ y,
+                                    int splits, int64_t MN, int64_t total) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t b = i / MN, r = i % MN;
+    const float* p = partials + b * splits * MN + r;
+    float acc = 0.f;
+    for (int s = 0; s < splits; ++s) acc += p[s * MN];
+    y[i] = mma::from_f<T>(acc);
+  }
+}
+
+inline unsigned blocks_for(int64_t n, int threads) {
+  return static_cast<unsigned>(std::min<int64_t>((n + threads - 1) / threads, 1 << 20));
+}
+
+// out (rows, values) = dequantize(w, scales, biases), values a multiple of 32.
+template <typename T>
+cudaError_t dequantize(const uint32_t* w, const T* scales, const T* biases, T* out, int64_t n,
+                       int group_size, int bits, cudaStream_t st) {
+  const int64_t chunks = n / 32;
+  if (chunks == 0) return cudaSuccess;
+  // w may be a view at any word; out is a fresh allocation.
+  const bool vec = reinterpret_cast<uintptr_t>(w) % 16 == 0;
+  quant::dispatch_bits(bits, [&](auto b) {
+    constexpr int B = decltype(b)::value;
+    auto kernel = vec ? dequantize_kernel<T, B, true> : dequantize_kernel<T, B, false>;
+    kernel<<<blocks_for(chunks, 256), 256, 0, st>>>(w, scales, biases, out, chunks, group_size);
+  });
+  return cudaGetLastError();
+}
+
+// y (batches, M, N) = x (batches, M, K) @ W^T, W (batches, N, K) packed; T is
+// __nv_bfloat16 or __half. partials: small_m_partials(plan, ...) floats.
+template <typename T>
+cudaError_t small_m(const T* x, const uint32_t* w, const T* scales, const T* biases, T* y,
+                    float* partials, int M, int64_t N, int64_t K, int group_size, int bits,
+                    int64_t batches, const SmallM& plan, cudaStream_t st) {
+  const int span = span_of(bits);
+  int range = plan.main_splits > 0 ? (plan.steps + plan.main_splits - 1) / plan.main_splits * span
+                                   : 0;
+  range = std::max(range, (plan.tail + kTailStep - 1) / kTailStep * kTailStep);
+  const size_t smem = size_t(M) * (range + 16) * sizeof(Staged<T>);
+  dim3 grid(static_cast<unsigned>((N + kCols - 1) / kCols), static_cast<unsigned>(plan.splits()),
+            static_cast<unsigned>(batches));
+  cudaError_t err = cudaSuccess;
+  quant::dispatch_bits(bits, [&](auto b) {
+    constexpr int B = decltype(b)::value;
+    auto kernel = M > 8 ? small_m_kernel<T, B, true> : small_m_kernel<T, B, false>;
+    // Above 48 KB a kernel's dynamic shared memory needs the opt-in, once.
+    static const cudaError_t opt_in[2] = {
+        cudaFuncSetAttribute(small_m_kernel<T, B, false>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes),
+        cudaFuncSetAttribute(small_m_kernel<T, B, true>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes)};
+    if (opt_in[M > 8] != cudaSuccess) {
+      err = opt_in[M > 8];
+      return;
+    }
+    kernel<<<grid, kWarps * 32, smem, st>>>(x, w, scales, biases, y, partials, M, N, K,
+                                            group_size, plan);
+  });
+  if (err == cudaSuccess) err = cudaGetLastError();
+  if (err != cudaSuccess || plan.splits() == 1) return err;
+  const int64_t total = batches * M * N;
+  sum_partials_kernel<T><<<blocks_for(total, 256), 256, 0, st>>>(partials, y, plan.splits(),
+                                                                 int64_t(M) * N, total);
+  return cudaGetLastError();
+}
+
+#endif  // __CUDACC__
+
+}  // namespace tessera::gpu::qmm
