@@ -286,8 +286,9 @@ void schedule(const std::vector<array>& outputs, bool synchronous) {
       array arr = std::move(slot);
       auto* n = arr.node();
       NodeTask task;
+      const bool tracer = arr.is_tracer();
       if (n->primitive->as_unary()) {
-        task.output = arr;
+        task.output = std::move(arr);
       } else if (n->num_outputs() == 1) {
         task.outputs.push_back(arr);
       } else {
@@ -313,7 +314,7 @@ void schedule(const std::vector<array>& outputs, bool synchronous) {
         }
       }
       Stream stream = n->primitive->stream();
-      if (arr.is_tracer()) {
+      if (tracer) {
         // Transforms walk this graph later (Note [Tracers]): it stays.
         task.primitive = n->primitive;
         task.inputs = n->inputs;
