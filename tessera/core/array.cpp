@@ -1,6 +1,7 @@
 #include "tessera/core/array.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <sstream>
@@ -411,11 +412,14 @@ bool array::is_donatable() const {
 }
 
 namespace {
-// Note [Scalar operands] in core/array.h.
+// Note [Scalar operands] in core/array.h. An entry is keyed by the source
+// element's bits and dtype and the constant's dtype, so that a hit casts
+// nothing (two sources that cast to one value may hold two equal constants).
 struct ScalarCache {
   static constexpr int kSize = 64;
   struct Entry {
     uint64_t bits = 0;
+    Dtype src = bool_;
     Dtype dtype = bool_;
     std::optional<array> value;
   };
@@ -433,10 +437,10 @@ ScalarCache& scalar_cache() {
 array array::cached_scalar(const void* src, Dtype src_dtype, Dtype dtype) {
   static_assert(sizeof(uint64_t) >= sizeof(complex64_t), "every element fits the key");
   uint64_t bits = 0;
-  cast_contiguous(src, src_dtype, &bits, dtype, 1);
+  std::memcpy(&bits, src, src_dtype.size);
   auto& cache = scalar_cache();
   auto hit = [&](const ScalarCache::Entry& e) {
-    return e.value && e.bits == bits && e.dtype == dtype;
+    return e.bits == bits && e.src == src_dtype && e.dtype == dtype && e.value;
   };
   if (hit(cache.entries[cache.last])) return *cache.entries[cache.last].value;
   for (int i = 0; i < ScalarCache::kSize; ++i) {
@@ -446,10 +450,10 @@ array array::cached_scalar(const void* src, Dtype src_dtype, Dtype dtype) {
     }
   }
   array a(Empty{}, Shape{}, dtype);
-  a.init_from(&bits, dtype);
+  a.init_from(src, src_dtype);
   int i = cache.next;
   cache.next = (i + 1) % ScalarCache::kSize;
-  cache.entries[i] = {bits, dtype, a};
+  cache.entries[i] = {bits, src_dtype, dtype, a};
   cache.last = i;
   return a;
 }

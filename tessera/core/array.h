@@ -310,7 +310,7 @@ class array::ArrayIterator {
 // Note [Scalar operands]
 // A C++ or Python scalar that becomes an operand of an op (`x + 1.0f`, Python's
 // `x * 0.5`) is taken from a small per-thread cache of 0-d constants, 64 of
-// them, keyed by the bits of the value in its dtype and by the dtype, replaced
+// them, keyed by the scalar's bits and type and the constant's dtype, replaced
 // round-robin: a loop that applies the same scalar again and again creates,
 // frees and (on the GPU) uploads no array per op.
 // Many ops share one constant, so it is never written in place:
