@@ -3,6 +3,7 @@
 // the ops that read them, on the default device (the GPU where there is one).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -165,4 +166,38 @@ TEST(ScalarOperands, ResultsMatchAHandComputation) {
   EXPECT_EQ(m.dtype(), bool_);
   EXPECT_FALSE(m.data<bool>()[1]);
   EXPECT_TRUE(m.data<bool>()[2]);
+}
+
+TEST(ScalarOperands, OneElementOperandsOnEveryPathMatchTheCpu) {
+  // On the GPU a one-element operand valid on the host travels by value (the
+  // tiny-op batch for few elements, the contiguous kernel for many), one
+  // valid only on the device by address. Both, against the CPU.
+  for (Dtype t : {float32, float16, bfloat16, float64, int32, uint32, int64}) {
+    for (int n : {37, 10000}) {
+      array x = astype(remainder(arange(0, n), array(13)), t);
+      array held = copy(array(3, t));  // on the GPU: valid on the device only
+      eval(x, held);
+      auto chain = [&](StreamOrDevice s) {
+        array r = add(multiply(x, scalar_operand(2, t), s), held, s);  // x*2 + 3
+        r = subtract(scalar_operand(100, t), r, s);                     // 97 - 2x
+        r = maximum(r, scalar_operand(80, t), s);
+        r = add(r, add(held, scalar_operand(1, t), s), s);              // + 4
+        array big = astype(greater(r, scalar_operand(90, t), s), t, s);  // bool out
+        return add(r, big, s);
+      };
+      array on_default = chain(default_device());
+      eval(on_default);
+      array on_cpu = chain(Device::cpu);
+      eval(on_cpu);
+      ASSERT_TRUE(array_equal(on_default, on_cpu).item<bool>()) << dtype_name(t) << " " << n;
+      // By hand: max(97 - 2x, 80) + 4, plus 1 above 90.
+      array f = astype(on_cpu, float64);
+      eval(f);
+      for (int i = 0; i < n; i += 7) {
+        double v = std::max(97.0 - 2.0 * (i % 13), 80.0) + 4.0;
+        v += v > 90.0;
+        ASSERT_EQ(f.data<double>()[i], v) << dtype_name(t) << " " << i;
+      }
+    }
+  }
 }
