@@ -57,26 +57,43 @@ long long read_int(nb::handle v, bool& huge) {
   return x;
 }
 
+// How a Python scalar becomes an array: a new one, or for an operand of an op
+// the cached constant (Note [Scalar operands] in core/array.h).
+struct NewScalar {
+  template <typename T>
+  array operator()(T v, Dtype t) const {
+    return array(v, t);
+  }
+};
+struct OperandScalar {
+  template <typename T>
+  array operator()(T v, Dtype t) const {
+    return scalar_operand(v, t);
+  }
+};
+
 // Default dtype of a Python int: int32, or int64 outside int32's range.
-array int_to_array(nb::handle v, std::optional<Dtype> dtype) {
+template <typename Make = NewScalar>
+array int_to_array(nb::handle v, std::optional<Dtype> dtype, Make make = {}) {
   bool huge;
   long long x = read_int(v, huge);
   if (huge) {
     if (dtype) check_int_range(0, LLONG_MAX, true, *dtype);
-    return array(static_cast<uint64_t>(x), dtype.value_or(uint64));
+    return make(static_cast<uint64_t>(x), dtype.value_or(uint64));
   }
   if (dtype) check_int_range(x, x, false, *dtype);
   Dtype t = dtype.value_or(x >= INT32_MIN && x <= INT32_MAX ? int32 : int64);
-  return array(static_cast<int64_t>(x), t);
+  return make(static_cast<int64_t>(x), t);
 }
 
-array plain_scalar_to_array(nb::handle v, std::optional<Dtype> dtype) {
-  if (PyBool_Check(v.ptr())) return array(v.ptr() == Py_True, dtype.value_or(bool_));
-  if (PyLong_Check(v.ptr())) return int_to_array(v, dtype);
-  if (PyFloat_Check(v.ptr())) return array(PyFloat_AS_DOUBLE(v.ptr()), dtype.value_or(float32));
+template <typename Make = NewScalar>
+array plain_scalar_to_array(nb::handle v, std::optional<Dtype> dtype, Make make = {}) {
+  if (PyBool_Check(v.ptr())) return make(v.ptr() == Py_True, dtype.value_or(bool_));
+  if (PyLong_Check(v.ptr())) return int_to_array(v, dtype, make);
+  if (PyFloat_Check(v.ptr())) return make(PyFloat_AS_DOUBLE(v.ptr()), dtype.value_or(float32));
   Py_complex c = PyComplex_AsCComplex(v.ptr());
-  return array(complex64_t(static_cast<float>(c.real), static_cast<float>(c.imag)),
-               dtype.value_or(complex64));
+  return make(complex64_t(static_cast<float>(c.real), static_cast<float>(c.imag)),
+              dtype.value_or(complex64));
 }
 
 // Nested lists / tuples: shape from the nesting, dtype from the widest leaf.
@@ -359,10 +376,12 @@ array to_array(nb::handle v, std::optional<Dtype> dtype) {
                               nb::type_name(v.type()).c_str() + " to an array");
 }
 
-array scalar_to_array(nb::handle v, Dtype hint) {
-  if (PyBool_Check(v.ptr())) return array(v.ptr() == Py_True, hint);
+namespace {
+template <typename Make>
+array scalar_with_hint(nb::handle v, Dtype hint, Make make) {
+  if (PyBool_Check(v.ptr())) return make(v.ptr() == Py_True, hint);
   if (PyLong_Check(v.ptr())) {
-    if (hint == bool_) return int_to_array(v, int32);
+    if (hint == bool_) return int_to_array(v, int32, make);
     if (is_integer(hint) && hint.size < 8) {
       int overflow = 0;
       long long x = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
@@ -373,33 +392,41 @@ array scalar_to_array(nb::handle v, Dtype hint) {
             << dtype_name(hint) << " (overflow)";
         throw std::invalid_argument(msg.str());
       }
-      return array(static_cast<int64_t>(x), hint);
+      return make(static_cast<int64_t>(x), hint);
     }
-    return int_to_array(v, hint);
+    return int_to_array(v, hint, make);
   }
   if (PyFloat_Check(v.ptr())) {
-    return array(PyFloat_AS_DOUBLE(v.ptr()), is_floating_point(hint) ? hint : float32);
+    return make(PyFloat_AS_DOUBLE(v.ptr()), is_floating_point(hint) ? hint : float32);
   }
-  return plain_scalar_to_array(v, complex64);
+  return plain_scalar_to_array(v, complex64, make);
 }
+
+// A Python scalar operand of a binary op beside an array of dtype hint.
+array scalar_operand_with(nb::handle v, Dtype hint) {
+  return scalar_with_hint(v, hint, OperandScalar{});
+}
+}  // namespace
+
+array scalar_to_array(nb::handle v, Dtype hint) { return scalar_with_hint(v, hint, NewScalar{}); }
 
 std::pair<array, array> to_arrays(nb::handle a, nb::handle b) {
   bool a_arr = nb::isinstance<array>(a), b_arr = nb::isinstance<array>(b);
   if (a_arr && b_arr) return {nb::cast<const array&>(a), nb::cast<const array&>(b)};
   if (a_arr && is_python_scalar(b)) {
     const array& x = nb::cast<const array&>(a);
-    return {x, scalar_to_array(b, x.dtype())};
+    return {x, scalar_operand_with(b, x.dtype())};
   }
   if (b_arr && is_python_scalar(a)) {
     const array& y = nb::cast<const array&>(b);
-    return {scalar_to_array(a, y.dtype()), y};
+    return {scalar_operand_with(a, y.dtype()), y};
   }
   return {to_array(a), to_array(b)};
 }
 
 array operand_with(const array& a, nb::handle b) {
   if (nb::isinstance<array>(b)) return nb::cast<const array&>(b);
-  if (is_python_scalar(b)) return scalar_to_array(b, a.dtype());
+  if (is_python_scalar(b)) return scalar_operand_with(b, a.dtype());
   return to_array(b);
 }
 

@@ -43,9 +43,12 @@ std::optional<array> optional_array(nb::handle v);
 array scalar_to_array(nb::handle v, Dtype hint);
 bool is_python_scalar(nb::handle v);
 // Two operands of a binary op: an array and a scalar follow the weak-scalar rule,
-// two scalars convert independently.
+// two scalars convert independently. A scalar beside an array becomes a cached
+// constant (Note [Scalar operands] in core/array.h): pass the result to an op,
+// never back to the caller.
 std::pair<array, array> to_arrays(nb::handle a, nb::handle b);
-// The other operand of a binary op whose one operand is the array a.
+// The other operand of a binary op whose one operand is the array a (a scalar:
+// a cached constant, as for to_arrays).
 array operand_with(const array& a, nb::handle b);
 // True for objects to_array accepts.
 bool is_array_like(nb::handle v);

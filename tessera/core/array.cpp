@@ -1,7 +1,9 @@
 #include "tessera/core/array.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <utility>
 
@@ -41,13 +43,21 @@ size_t shape_size(const Shape& shape) {
   return n;
 }
 
-Strides row_major_strides(const Shape& shape) {
-  Strides s(shape.size());
+namespace {
+// Writes the row-major strides of shape into s, reusing its memory.
+void fill_row_major_strides(const Shape& shape, Strides& s) {
+  s.resize(shape.size());
   int64_t acc = 1;
   for (int i = static_cast<int>(shape.size()) - 1; i >= 0; --i) {
     s[i] = acc;
     acc *= shape[i];
   }
+}
+}  // namespace
+
+Strides row_major_strides(const Shape& shape) {
+  Strides s;
+  fill_row_major_strides(shape, s);
   return s;
 }
 
@@ -107,7 +117,7 @@ size_t compute_data_size(const Shape& shape, const Strides& strides) {
 
 array::ArrayDesc::ArrayDesc(Shape shape_, Dtype dtype_)
     : shape(std::move(shape_)), size(shape_size(shape)), dtype(dtype_) {
-  strides = row_major_strides(shape);
+  fill_row_major_strides(shape, strides);
 }
 
 // Note [Graph lifetime]: dropping the last handle to a long unevaluated chain
@@ -349,7 +359,7 @@ void array::set_data(allocator::Buffer buffer, Deleter deleter) {
   desc_->data = std::allocate_shared<Data>(pool::Allocator<Data>(), buffer, std::move(deleter));
   desc_->offset = 0;
   desc_->data_size = size();
-  desc_->strides = row_major_strides(shape());
+  fill_row_major_strides(shape(), desc_->strides);
   bool col = ndim() <= 1 || size() <= 1;
   if (!col) {
     // A shape with at most one extent > 1 is also column-contiguous.
@@ -399,6 +409,53 @@ void array::move_shared_buffer(array other) {
 bool array::is_donatable() const {
   return desc_.use_count() == 1 && desc_->data && desc_->data.use_count() == 1 &&
          !(desc_->data->buffer.storage() && desc_->data->buffer.storage()->borrowed);
+}
+
+namespace {
+// Note [Scalar operands] in core/array.h. An entry is keyed by the source
+// element's bits and dtype and the constant's dtype, so that a hit casts
+// nothing (two sources that cast to one value may hold two equal constants).
+struct ScalarCache {
+  static constexpr int kSize = 64;
+  struct Entry {
+    uint64_t bits = 0;
+    Dtype src = bool_;
+    Dtype dtype = bool_;
+    std::optional<array> value;
+  };
+  Entry entries[kSize];
+  int last = 0;  // the entry found or made last: chains repeat one scalar
+  int next = 0;  // the entry replaced next
+};
+
+ScalarCache& scalar_cache() {
+  thread_local ScalarCache cache;
+  return cache;
+}
+}  // namespace
+
+array array::cached_scalar(const void* src, Dtype src_dtype, Dtype dtype) {
+  static_assert(sizeof(uint64_t) >= sizeof(complex64_t), "every element fits the key");
+  uint64_t bits = 0;
+  std::memcpy(&bits, src, src_dtype.size);
+  auto& cache = scalar_cache();
+  auto hit = [&](const ScalarCache::Entry& e) {
+    return e.bits == bits && e.src == src_dtype && e.dtype == dtype && e.value;
+  };
+  if (hit(cache.entries[cache.last])) return *cache.entries[cache.last].value;
+  for (int i = 0; i < ScalarCache::kSize; ++i) {
+    if (hit(cache.entries[i])) {
+      cache.last = i;
+      return *cache.entries[i].value;
+    }
+  }
+  array a(Empty{}, Shape{}, dtype);
+  a.init_from(src, src_dtype);
+  int i = cache.next;
+  cache.next = (i + 1) % ScalarCache::kSize;
+  cache.entries[i] = {bits, src_dtype, dtype, a};
+  cache.last = i;
+  return a;
 }
 
 template <typename T>

@@ -209,19 +209,17 @@ class array {
                           size_t data_size, int64_t offset = 0);
   void move_shared_buffer(array other);
   // The buffer is referenced by this array alone and may be written in place
-  // (never true of borrowed memory).
+  // (never true of borrowed memory, nor of a cached scalar operand).
   bool is_donatable() const;
+
+  // The 0-d constant holding the element at src (of src_dtype) cast to
+  // dtype, from this thread's cache of scalar operands (scalar_operand).
+  static array cached_scalar(const void* src, Dtype src_dtype, Dtype dtype);
 
   // Scheduling state (used by eval).
   void set_status(ArrayStatus s) { desc_->status.store(s, std::memory_order_release); }
-  void set_event(int stream_index, uint64_t seq) {
-    desc_->event_stream = stream_index;
-    desc_->event_seq = seq;
-  }
-  int event_stream() const { return desc_->event_stream; }
-  uint64_t event_seq() const { return desc_->event_seq; }
   void set_error(std::exception_ptr e) { desc_->error = std::move(e); }
-  std::exception_ptr error() const { return desc_->error; }
+  const std::exception_ptr& error() const { return desc_->error; }
 
   // Used by the graph traversal in eval.
   struct Node;
@@ -253,8 +251,6 @@ class array {
     Flags flags{true, true, true};
 
     std::atomic<ArrayStatus> status{ArrayStatus::available};
-    int event_stream = -1;
-    uint64_t event_seq = 0;
     std::exception_ptr error;
 
     ArrayDesc(Shape shape, Dtype dtype);
@@ -311,6 +307,24 @@ class array::ArrayIterator {
   int idx_;
 };
 
+// Note [Scalar operands]
+// A C++ or Python scalar that becomes an operand of an op (`x + 1.0f`, Python's
+// `x * 0.5`) is taken from a small per-thread cache of 0-d constants, 64 of
+// them, keyed by the scalar's bits and type and the constant's dtype, replaced
+// round-robin: a loop that applies the same scalar again and again creates,
+// frees and (on the GPU) uploads no array per op.
+// Many ops share one constant, so it is never written in place:
+// - the cache keeps a handle to it, so array::is_donatable is false for the
+//   constant and for every view of it (they share its data) as long as it is
+//   cached; once replaced, whoever still holds it holds it alone;
+// - only operands of ops come from the cache, never an array that is returned
+//   to the caller (who may write it through data<T>() or a writable buffer).
+// Each constant is evaluated and valid on the host, so the GPU's binary
+// kernels take its one element by value (Note [Scalar operands on the GPU]
+// in backend/cuda/binary.cu).
+template <typename T>
+array scalar_operand(T val, Dtype dtype = dtype_of<T>);
+
 // Number of elements of a shape (throws if it overflows).
 size_t shape_size(const Shape& shape);
 // Row-major strides of a shape.
@@ -330,6 +344,16 @@ array::array(T val, Dtype dtype) : array(Empty{}, Shape{}, dtype) {
     init_from(&b, bool_);
   } else {
     init_from(&val, detail::exact_dtype<T>);
+  }
+}
+
+template <typename T>
+array scalar_operand(T val, Dtype dtype) {
+  if constexpr (std::is_same_v<T, bool>) {
+    uint8_t b = val;
+    return array::cached_scalar(&b, bool_, dtype);
+  } else {
+    return array::cached_scalar(&val, detail::exact_dtype<T>, dtype);
   }
 }
 

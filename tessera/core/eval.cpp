@@ -42,9 +42,36 @@ class Scratch {
 };
 
 // The unevaluated part of the graph behind `outputs`, in topological order,
-// one array per node. Iterative: graphs of millions of nodes are fine.
-Tape build_tape(const std::vector<array>& outputs) {
+// one array per node. Iterative: graphs of millions of nodes are fine. The
+// same walk finds the one stream of all nodes, if there is one (`stream`,
+// else `mixed`), and, with a GPU, the inputs of GPU nodes that are evaluated
+// and valid only on the host, in order of first use (Note [Prefetching]).
+struct TapeInfo {
+  std::optional<Stream> stream;
+  bool mixed = false;
+  std::vector<allocator::BufferStorage*> uploads;
+};
+
+// Note [Prefetching]
+// Before the first task runs, the tape names every GPU task of this
+// evaluation and its inputs. Those inputs that are already evaluated and valid
+// only on the host are handed to the prefetcher in order of first use: it
+// queues their uploads on the copy stream at once, so that transfers overlap
+// the compute of earlier tasks instead of each task waiting for its own.
+// A buffer of one element is left out: the binary kernels take such an
+// operand by value (Note [Scalar operands] in core/array.h), and another
+// kernel uploads it when it runs, at no more cost than a prefetch.
+void note_uploads(const array& a, std::vector<allocator::BufferStorage*>& uploads) {
+  for (auto& in : a.inputs()) {
+    if (!in.is_available() || !in.has_data()) continue;
+    auto* st = in.buffer().storage();
+    if (st && !st->device_valid && st->size > in.itemsize()) uploads.push_back(st);
+  }
+}
+
+Tape build_tape(const std::vector<array>& outputs, TapeInfo& info) {
   uint32_t epoch = ++g_visit_epoch;
+  const bool gpu = gpu::device_count() > 0;
   Tape tape = Scratch<Tape>::take();
   Stack stack = Scratch<Stack>::take();
   for (auto& out : outputs) {
@@ -61,6 +88,13 @@ Tape build_tape(const std::vector<array>& outputs) {
           stack.emplace_back(in, 0);
         }
       } else {
+        const Stream& s = arr.primitive().stream();
+        if (!info.stream) {
+          info.stream = s;
+        } else if (*info.stream != s) {
+          info.mixed = true;
+        }
+        if (gpu && s.device == Device::gpu) note_uploads(arr, info.uploads);
         tape.push_back(std::move(arr));
         stack.pop_back();
       }
@@ -82,7 +116,25 @@ Tape build_tape(const std::vector<array>& outputs) {
 struct NodeTask {
   std::shared_ptr<Primitive> primitive;
   std::vector<array> inputs;
+  // The output of a UnaryPrimitive, else every output in `outputs`: a node of
+  // one output allocates no vector.
+  std::optional<array> output;
   std::vector<array> outputs;
+
+  template <typename F>
+  void for_each_output(F&& f) {
+    if (output) f(*output);
+    for (auto& out : outputs) f(out);
+  }
+
+  void run_kernel() {
+    UnaryPrimitive* unary = primitive->as_unary();
+    if (primitive->device() == Device::cpu) {
+      unary ? unary->eval_cpu(inputs, *output) : primitive->eval_cpu(inputs, outputs);
+    } else {
+      unary ? unary->eval_gpu(inputs, *output) : primitive->eval_gpu(inputs, outputs);
+    }
+  }
 
   void operator()() {
     std::exception_ptr error;
@@ -96,31 +148,33 @@ struct NodeTask {
     if (!error) {
       try {
         if (primitive->device() == Device::cpu) {
+          const bool gpu = gpu::device_count() > 0;
           // A kernel may write an input's buffer (donation) that a copy to
           // the device still reads.
           for (auto& in : inputs) {
-            auto* st = in.has_data() ? in.buffer().storage() : nullptr;
+            auto* st = gpu && in.has_data() ? in.buffer().storage() : nullptr;
             if (st && st->upload_event) gpu::wait_uploads(st);
           }
-          primitive->eval_cpu(inputs, outputs);
+          run_kernel();
           // The CPU may have written the outputs' buffers (also donated ones
           // that have a device copy): the host copy is now the valid one. A
           // kernel reaches host memory only through data(), which makes the
           // host copy valid first; a buffer whose host copy is still stale
           // was not touched (a view of a device-born array) and keeps its
           // device copy as the valid one.
-          for (auto& out : outputs) {
-            if (out.has_data()) {
+          if (gpu) {
+            for_each_output([](array& out) {
+              if (!out.has_data()) return;
               auto* st = out.buffer().storage();
               if (st && st->device && st->host_valid) gpu::host_written(st);
-            }
+            });
           }
         } else {
           struct Done {
             const Stream& s;
             ~Done() { gpu::task_done(s); }
           } done{primitive->stream()};
-          primitive->eval_gpu(inputs, outputs);
+          run_kernel();
         }
       } catch (...) {
         error = std::current_exception();
@@ -129,10 +183,11 @@ struct NodeTask {
     // Release inputs before publishing outputs so their memory returns first.
     inputs.clear();
     primitive.reset();
-    for (auto& out : outputs) {
+    for_each_output([&](array& out) {
       if (error) out.set_error(error);
       scheduler::set_available(out);
-    }
+    });
+    output.reset();
     outputs.clear();
   }
 };
@@ -163,36 +218,6 @@ class Batcher {
   Stream stream_{0, Device::cpu};
   std::vector<NodeTask> tasks_;
 };
-
-// All nodes of the tape on one stream: that stream, else nullopt.
-std::optional<Stream> single_stream(const std::vector<array>& tape) {
-  if (tape.empty()) return std::nullopt;
-  Stream s = tape.front().primitive().stream();
-  for (auto& a : tape) {
-    if (a.primitive().stream() != s) return std::nullopt;
-  }
-  return s;
-}
-
-// Note [Prefetching]
-// Before the first task runs, the tape names every GPU task of this
-// evaluation and its inputs. Those inputs that are already evaluated and valid
-// only on the host are handed to the prefetcher in order of first use: it
-// queues their uploads on the copy stream at once, so that transfers overlap
-// the compute of earlier tasks instead of each task waiting for its own.
-void prefetch_inputs(const std::vector<array>& tape) {
-  if (gpu::device_count() == 0) return;
-  std::vector<allocator::BufferStorage*> wanted;
-  for (auto& a : tape) {
-    if (a.primitive().device() != Device::gpu) continue;
-    for (auto& in : a.inputs()) {
-      if (!in.is_available() || !in.has_data()) continue;
-      auto* st = in.buffer().storage();
-      if (st && !st->device_valid && st->size > 0) wanted.push_back(st);
-    }
-  }
-  if (!wanted.empty()) gpu::prefetch(wanted);
-}
 
 // Note [Nested evaluation]
 // A kernel may evaluate a graph of its own (a fast primitive runs its
@@ -239,17 +264,18 @@ void schedule(const std::vector<array>& outputs, bool synchronous) {
     }
   } guard{inline_stream, nested};
   // The tasks to run on this thread (see Note [Inline evaluation]).
-  std::vector<NodeTask> here;
+  std::vector<NodeTask> here = Scratch<std::vector<NodeTask>>::take();
   {
     std::lock_guard lock(g_claim_mutex);
-    auto tape = build_tape(outputs);
-    prefetch_inputs(tape);
+    TapeInfo info;
+    auto tape = build_tape(outputs, info);
+    if (!info.uploads.empty()) gpu::prefetch(info.uploads);
     if (synchronous) {
-      inline_stream = single_stream(tape);
+      if (!info.mixed) inline_stream = info.stream;
       nested = inline_stream && scheduler::runs_here(*inline_stream);
-      if (!inline_stream) {
+      if (info.mixed) {
         check_not_waiting_on_self(tape);
-      } else if (!nested && !scheduler::begin_inline(*inline_stream)) {
+      } else if (inline_stream && !nested && !scheduler::begin_inline(*inline_stream)) {
         inline_stream.reset();
       }
     }
@@ -260,10 +286,13 @@ void schedule(const std::vector<array>& outputs, bool synchronous) {
       array arr = std::move(slot);
       auto* n = arr.node();
       NodeTask task;
-      task.outputs.reserve(n->num_outputs());
-      if (n->num_outputs() == 1) {
+      const bool tracer = arr.is_tracer();
+      if (n->primitive->as_unary()) {
+        task.output = std::move(arr);
+      } else if (n->num_outputs() == 1) {
         task.outputs.push_back(arr);
       } else {
+        task.outputs.reserve(n->num_outputs());
         auto siblings = arr.siblings();
         for (size_t i = 0; i < n->num_outputs(); ++i) {
           if (static_cast<int>(i) == arr.position()) {
@@ -285,20 +314,20 @@ void schedule(const std::vector<array>& outputs, bool synchronous) {
         }
       }
       Stream stream = n->primitive->stream();
-      if (arr.is_tracer()) {
+      if (tracer) {
         // Transforms walk this graph later (Note [Tracers]): it stays.
         task.primitive = n->primitive;
         task.inputs = n->inputs;
-        for (auto& out : task.outputs) out.set_status(ArrayStatus::scheduled);
+        task.for_each_output([](array& out) { out.set_status(ArrayStatus::scheduled); });
       } else {
         task.primitive = std::move(n->primitive);
         task.inputs = std::move(n->inputs);
         // The node dies with the last detach; the task then holds the only
         // references to the inputs that this node had.
-        for (auto& out : task.outputs) {
+        task.for_each_output([](array& out) {
           out.set_status(ArrayStatus::scheduled);
           out.detach();
-        }
+        });
       }
       if (inline_stream) {
         here.push_back(std::move(task));
@@ -310,6 +339,7 @@ void schedule(const std::vector<array>& outputs, bool synchronous) {
     Scratch<Tape>::give_back(std::move(tape));
   }
   for (auto& task : here) task();
+  Scratch<std::vector<NodeTask>>::give_back(std::move(here));
 }
 
 }  // namespace

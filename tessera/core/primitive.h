@@ -18,6 +18,8 @@
 
 namespace tessera {
 
+class UnaryPrimitive;
+
 class Primitive {
  public:
   explicit Primitive(Stream stream) : stream_(stream) {}
@@ -50,6 +52,13 @@ class Primitive {
   // Output shapes from input shapes (for shapeless compile).
   virtual std::vector<Shape> output_shapes(const std::vector<array>& inputs);
 
+  // This primitive as a UnaryPrimitive, or null: eval runs a single output's
+  // kernel without a vector of outputs.
+  UnaryPrimitive* as_unary() const { return unary_; }
+
+ protected:
+  UnaryPrimitive* unary_ = nullptr;
+
  private:
   Stream stream_;
 };
@@ -57,7 +66,7 @@ class Primitive {
 // A primitive with exactly one output.
 class UnaryPrimitive : public Primitive {
  public:
-  using Primitive::Primitive;
+  explicit UnaryPrimitive(Stream stream) : Primitive(stream) { unary_ = this; }
   virtual void eval_cpu(const std::vector<array>& inputs, array& out) = 0;
   virtual void eval_gpu(const std::vector<array>& inputs, array& out);
 

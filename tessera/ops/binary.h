@@ -45,18 +45,19 @@ array array_equal(const array& a, const array& b, StreamOrDevice s = {});
   X(&&, logical_and) X(||, logical_or) X(&, bitwise_and) X(|, bitwise_or) X(^, bitwise_xor) \
   X(<<, left_shift) X(>>, right_shift)
 
-// Operators. A C++ scalar becomes array(scalar) (its own dtype, cpp.md).
+// Operators. A C++ scalar becomes a 0-d array of its own dtype (cpp.md),
+// shared from the cache of scalar operands (Note [Scalar operands]).
 #define TESSERA_DECLARE_BINARY_OPERATOR(OP, FN)               \
   array operator OP(const array& a, const array& b);          \
   template <typename T>                                       \
     requires std::is_arithmetic_v<T>                          \
   array operator OP(T a, const array& b) {                    \
-    return FN(array(a), b);                                   \
+    return FN(scalar_operand(a), b);                          \
   }                                                           \
   template <typename T>                                       \
     requires std::is_arithmetic_v<T>                          \
   array operator OP(const array& a, T b) {                    \
-    return FN(a, array(b));                                   \
+    return FN(a, scalar_operand(b));                          \
   }
 TESSERA_FOR_EACH_BINARY_OPERATOR(TESSERA_DECLARE_BINARY_OPERATOR)
 #undef TESSERA_DECLARE_BINARY_OPERATOR

@@ -352,3 +352,64 @@ def test_reprlib_shows_arrays_as_instances():
 
     assert reprlib.repr(mx.ones((3, 6))).startswith("array([[1, 1")  # the repr, shortened
     assert reprlib.repr(array.array("i", [1, 2])) == "array('i', [1, 2])"
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "int64"])
+def test_scalar_operand_chains_match_numpy(device, dtype):
+    # Python scalars become cached constants (more distinct values than the
+    # cache holds), on both sides of the operators and through the module
+    # functions; every intermediate result matches NumPy's in the same dtype.
+    t, nt = getattr(mx, dtype), np.dtype(dtype)
+    start = np.arange(1, 9).astype(nt)
+    x, ref = mx.array(start), start.copy()
+    if dtype.startswith("float"):
+        for k in range(100):
+            c = nt.type(k * 0.25)
+            x = mx.minimum(x * 0.5 + k * 0.25, 50.0)
+            ref = np.minimum(ref * nt.type(0.5) + c, nt.type(50.0))
+            if k % 10 == 9:
+                x, ref = 1.0 - x / 4.0, nt.type(1.0) - ref / nt.type(4.0)
+    else:
+        for k in range(100):
+            x = (x * 3 + k) % 97 - k // 3
+            ref = (ref * nt.type(3) + nt.type(k)) % nt.type(97) - nt.type(k // 3)
+            if k % 10 == 9:
+                x, ref = mx.maximum(2 - x, True), np.maximum(nt.type(2) - ref, nt.type(1))
+    assert x.dtype == t
+    tol = 2e-3 if dtype == "float16" else 1e-6
+    np.testing.assert_allclose(np.array(x).astype(np.float64), ref.astype(np.float64), rtol=tol)
+    # Mixed: an integer array with a float scalar becomes float32 (the weak
+    # scalar rule), a bool array with an int scalar int32.
+    i = mx.array(np.arange(5, dtype=np.int32))
+    f = i * 0.5 + 1
+    assert f.dtype == mx.float32
+    np.testing.assert_array_equal(np.array(f), np.arange(5, dtype=np.float32) * 0.5 + 1)
+    b = mx.array([True, False]) + 3
+    assert b.dtype == mx.int32
+    assert b.tolist() == [4, 3]
+    # The constants were not changed by the ops that read them.
+    assert (mx.array(0.0) + 0.5).item() == 0.5 and (mx.array(0) + 3).item() == 3
+
+
+def test_kv_cache_slice_update_writes_in_place(device, rng):
+    # A preallocated key cache updated step by step, as a decoder does: each
+    # update writes into the cache's buffer (its last handle donates it), so
+    # memory does not grow by a cache per step.
+    B, H, T, D, L = 1, 4, 512, 128, 4
+    ref = np.zeros((B, H, T, D), np.float32)
+    cache = mx.array(ref)
+    steps = [rng.standard_normal((B, H, L, D)).astype(np.float32) for _ in range(T // L)]
+    # The first step gives the cache its buffer on the device that runs it.
+    cache[..., 0:L, :] = mx.array(steps[0])
+    ref[..., 0:L, :] = steps[0]
+    mx.eval(cache)
+    base = mx.get_active_memory()
+    mx.reset_peak_memory()
+    for n, k in enumerate(steps[1:], start=1):
+        off = n * L
+        cache[..., off:off + L, :] = mx.array(k)
+        ref[..., off:off + L, :] = k
+        mx.eval(cache)
+    grown = mx.get_peak_memory() - base
+    assert grown < cache.nbytes // 2, (grown, cache.nbytes)
+    np.testing.assert_array_equal(np.array(cache), ref)

@@ -13,6 +13,7 @@
 //   general strided: collapsed dimensions, row-contiguous output.
 // A dense input used for the last time donates its buffer to the output (see
 // Note [Donation] in core/eval.cpp).
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -91,15 +92,17 @@ __device__ __forceinline__ gpu::Vec<Out, N> apply_vec(const Op& op, const gpu::V
   return r;
 }
 
-// Dense inputs of one layout, either of which may be a single element.
+// Dense inputs of one layout, either of which may be a single element: at
+// its address, or passed by value (a null address; Note [Scalar operands on
+// the GPU]).
 template <typename Op, typename In, typename Out, int N>
 __global__ void __launch_bounds__(kBlock)
     binary_contiguous(const In* a, const In* b, Out* out, int64_t n, bool a_scalar,
-                      bool b_scalar, Op op) {
+                      bool b_scalar, In a_value, In b_value, Op op) {
   const int64_t nvec = n / N;
   gpu::Vec<In, N> sa, sb;
-  if (a_scalar) sa = gpu::splat<In, N>(a[0]);
-  if (b_scalar) sb = gpu::splat<In, N>(b[0]);
+  if (a_scalar) sa = gpu::splat<In, N>(a ? a[0] : a_value);
+  if (b_scalar) sb = gpu::splat<In, N>(b ? b[0] : b_value);
   const int64_t step = int64_t(gridDim.x) * kBlock * kUnroll;
   for (int64_t base = int64_t(blockIdx.x) * kBlock * kUnroll + threadIdx.x; base < nvec;
        base += step) {
@@ -120,7 +123,7 @@ __global__ void __launch_bounds__(kBlock)
   }
   if (blockIdx.x == 0) {
     int64_t i = nvec * N + threadIdx.x;
-    if (i < n) out[i] = apply<Out>(op, a[a_scalar ? 0 : i], b[b_scalar ? 0 : i]);
+    if (i < n) out[i] = apply<Out>(op, a_scalar ? sa.v[0] : a[i], b_scalar ? sb.v[0] : b[i]);
   }
 }
 
@@ -250,30 +253,62 @@ void binary_typed(const array& a, const array& b, array& out, const Op& op, cons
   using Out = gpu::device_t<gpu::elementwise_out_t<Op, K, K>>;
   constexpr int N = gpu::vec_width<In, Out>;
   constexpr size_t kAlign = sizeof(In) * N;
-  const In* pa = static_cast<const In*>(gpu::device_ptr(a, s));
-  const In* pb = static_cast<const In*>(gpu::device_ptr(b, s));
+  static_assert(sizeof(In) == sizeof(T), "host and device elements have one size");
+  // Note [Scalar operands on the GPU]
+  // An operand of one element whose host copy is valid (a cached scalar
+  // operand, Note [Scalar operands] in core/array.h, or any scalar made on the
+  // host) is read on the host and passed to the kernel by value: no upload,
+  // no event and no residency work for it. The contiguous cases take it so
+  // (the tiny-op batch carries it in the op, binary_contiguous as an
+  // argument); the others ask for its device copy.
+  const bool a_scalar = a.data_size() == 1, b_scalar = b.data_size() == 1;
+  In va{}, vb{};
+  const bool a_value = a_scalar && gpu::host_scalar(a, &va);
+  const bool b_value = b_scalar && gpu::host_scalar(b, &vb);
+  const In* pa = a_value ? nullptr : static_cast<const In*>(gpu::device_ptr(a, s));
+  const In* pb = b_value ? nullptr : static_cast<const In*>(gpu::device_ptr(b, s));
   auto donor = [&](const array& x) {
     return std::is_same_v<T, HostOut> && donate && x.is_donatable();
   };
-  auto contiguous = [&](Out* o, int64_t n, bool a_scalar, bool b_scalar) {
+  auto contiguous = [&](Out* o, int64_t n, bool a_one, bool b_one) {
     if constexpr (std::is_same_v<In, Out> && gpu::tiny_code<Op> && gpu::tiny_type<In>) {
       if (n <= gpu::kTinyMax) {
-        gpu::enqueue_tiny(s, {pa, pb, o, static_cast<int32_t>(n), *gpu::tiny_code<Op>,
-                              *gpu::tiny_type<In>, a_scalar, b_scalar});
+        auto operand = [](const In* p, const In& value, bool scalar, gpu::TinyMode& mode) {
+          gpu::TinyOperand x{};
+          if (p) {
+            x.ptr = p;
+            mode = scalar ? gpu::TinyMode::scalar : gpu::TinyMode::vector;
+          } else {
+            std::memcpy(&x.bits, &value, sizeof(In));
+            mode = gpu::TinyMode::value;
+          }
+          return x;
+        };
+        gpu::TinyOp t{};
+        t.a = operand(pa, va, a_one, t.a_mode);
+        t.b = operand(pb, vb, b_one, t.b_mode);
+        t.out = o;
+        t.n = static_cast<int32_t>(n);
+        t.code = *gpu::tiny_code<Op>;
+        t.type = *gpu::tiny_type<In>;
+        gpu::enqueue_tiny(s, t);
         return;
       }
     }
     unsigned grid = gpu::grid_size(n / N, int64_t(kBlock) * kUnroll, s);
-    binary_contiguous<Op, In, Out, N>
-        <<<grid, kBlock, 0, gpu::cuda_stream(s)>>>(pa, pb, o, n, a_scalar, b_scalar, op);
+    binary_contiguous<Op, In, Out, N><<<grid, kBlock, 0, gpu::cuda_stream(s)>>>(
+        pa, pb, o, n, a_one, b_one, va, vb, op);
     gpu::check_launch(name);
   };
 
-  const bool a_scalar = a.data_size() == 1, b_scalar = b.data_size() == 1;
   const bool a_dense = a.flags().contiguous && gpu::aligned(pa, kAlign);
   const bool b_dense = b.flags().contiguous && gpu::aligned(pb, kAlign);
   if (a_scalar && b_scalar) {
-    Out* o = static_cast<Out*>(gpu::allocate_output(out, s, 1, a.strides(), a.flags()));
+    // An operand passed by value has no device copy to take over.
+    Out* o = !a_value && donor(a) ? gpu::donate<Out>(out, a, s)
+             : !b_value && donor(b)
+                 ? gpu::donate<Out>(out, b, s)
+                 : static_cast<Out*>(gpu::allocate_output(out, s, 1, a.strides(), a.flags()));
     return contiguous(o, 1, true, true);
   }
   if (a_scalar && b_dense) {
@@ -290,6 +325,8 @@ void binary_typed(const array& a, const array& b, array& out, const Op& op, cons
                         : gpu::allocate_like<Out>(out, a, s);
     return contiguous(o, static_cast<int64_t>(a.data_size()), false, false);
   }
+  if (!pa) pa = static_cast<const In*>(gpu::device_ptr(a, s));
+  if (!pb) pb = static_cast<const In*>(gpu::device_ptr(b, s));
 
   // Row-contiguous output over collapsed dimensions.
   Out* o = (a.flags().row_contiguous && donor(a))   ? gpu::donate<Out>(out, a, s)

@@ -47,6 +47,13 @@ const T* device_ptr(const array& a, const Stream& s) {
   return static_cast<const T*>(device_ptr(a, s));
 }
 
+// For an operand of one element (a.data_size() == 1) whose host copy is
+// valid: copies that element to `value` (a.itemsize() bytes) and returns true,
+// with no upload and no residency work, for a kernel that takes the operand
+// by value (Note [Scalar operands on the GPU] in binary.cu). False when only
+// the device copy is valid.
+bool host_scalar(const array& a, void* value);
+
 // Gives out a row-contiguous device buffer (like array::set_data) and returns
 // its address. The data is written by work on s.
 void* allocate_output(array& out, const Stream& s);

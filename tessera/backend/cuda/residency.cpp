@@ -20,6 +20,7 @@
 #include "tessera/backend/cuda/device.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "tessera/backend/cuda/state.h"
 #include "tessera/core/gpu.h"
@@ -211,6 +212,15 @@ const void* device_ptr(const array& a, const Stream& s) {
   return element_ptr(b->device, a);
 }
 
+bool host_scalar(const array& a, void* value) {
+  auto* b = a.buffer().storage();
+  if (!b) return false;
+  std::lock_guard l(state().mutex);
+  if (!b->host_valid || !b->host) return false;
+  std::memcpy(value, element_ptr(b->host, a), a.itemsize());
+  return true;
+}
+
 void* writable_device_ptr(array& out, const Stream& s) {
   auto* b = out.buffer().storage();
   check_gpu_stream(s);
@@ -244,8 +254,9 @@ void* allocate_output(array& out, const Stream& s, size_t data_size, Strides str
 }
 
 void* allocate_output(array& out, const Stream& s) {
-  return allocate_output(out, s, out.size(), row_major_strides(out.shape()),
-                         compute_flags(out.shape(), row_major_strides(out.shape())));
+  Strides strides = row_major_strides(out.shape());
+  Flags flags = compute_flags(out.shape(), strides);
+  return allocate_output(out, s, out.size(), std::move(strides), flags);
 }
 
 void* scratch(size_t bytes, const Stream& s) {

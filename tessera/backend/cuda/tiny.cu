@@ -9,13 +9,27 @@ namespace {
 
 constexpr int kTinyThreads = 256;
 
+// Element i of an operand read as its mode says; `value` is the element a
+// TinyMode::value operand carries.
+template <typename T>
+__device__ __forceinline__ T element(const TinyOperand& x, TinyMode mode, const T& value, int i) {
+  if (mode == TinyMode::value) return value;
+  return static_cast<const T*>(x.ptr)[mode == TinyMode::scalar ? 0 : i];
+}
+
+template <typename T>
+__device__ __forceinline__ T carried(const TinyOperand& x, TinyMode mode) {
+  T v{};
+  if (mode == TinyMode::value) memcpy(&v, &x.bits, sizeof(T));
+  return v;
+}
+
 template <typename T, typename Op>
 __device__ __forceinline__ void run(const TinyOp& op, const Op& f) {
-  const T* a = static_cast<const T*>(op.a);
-  const T* b = static_cast<const T*>(op.b);
+  const T va = carried<T>(op.a, op.a_mode), vb = carried<T>(op.b, op.b_mode);
   T* out = static_cast<T*>(op.out);
   for (int i = threadIdx.x; i < op.n; i += kTinyThreads) {
-    out[i] = apply<T>(f, a[op.a_scalar ? 0 : i], b[op.b_scalar ? 0 : i]);
+    out[i] = apply<T>(f, element(op.a, op.a_mode, va, i), element(op.b, op.b_mode, vb, i));
   }
 }
 

@@ -26,18 +26,31 @@ inline constexpr int64_t kTinyMax = 4096;
 enum class TinyCode : uint8_t { add, subtract, multiply, divide, maximum, minimum };
 enum class TinyType : uint8_t { f32, f16, bf16, f64, i32, u32, i64, u64 };
 
-// out[i] = op(a[a_scalar ? 0 : i], b[b_scalar ? 0 : i]) for i < n, elements of
-// device type `type`.
+// How an operand of a tiny op is read: elements at its address, one element
+// at its address (broadcast), or one element carried in the op itself (a
+// host-known scalar: Note [Scalar operands on the GPU] in binary.cu).
+enum class TinyMode : uint8_t { vector, scalar, value };
+
+// An operand's address, or in mode `value` its element's bytes (in the low
+// bytes, the rest zero).
+union TinyOperand {
+  const void* ptr;
+  uint64_t bits;
+};
+
+// out[i] = op(a[i], b[i]) for i < n, each operand read as its mode says,
+// elements of device type `type`.
 struct TinyOp {
-  const void* a;
-  const void* b;
+  TinyOperand a;
+  TinyOperand b;
   void* out;
   int32_t n;
   TinyCode code;
   TinyType type;
-  bool a_scalar;
-  bool b_scalar;
+  TinyMode a_mode;
+  TinyMode b_mode;
 };
+static_assert(sizeof(TinyOp) == 32);
 
 // A kernel parameter block of at most 4 KiB (the limit of every CUDA version).
 inline constexpr int kTinyBatch = 127;
