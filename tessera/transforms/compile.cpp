@@ -174,7 +174,6 @@ void fuse(Record& rec, const std::vector<array>& inputs) {
     if (node.multi) continue;
     ops[i] = fused_op_of(*node.primitive);
     if (ops[i] && node.primitive->device().type == Device::DeviceType::gpu) {
-      ops[i].reset();
       bool complex = node.dtypes[0] == complex64;
       for (const auto& r : node.inputs) complex = complex || dtype_of_ref(r) == complex64;
       if (complex) ops[i].reset();

@@ -14,7 +14,13 @@
 #include "grad_check.h"
 #include "harness.h"
 #include "op_table.h"
+#include "tessera/backend/common/fused_layout.h"
+#include "tessera/ops/primitives/compiled.h"
 #include "tessera/transforms/compile.h"
+#if defined(TESSERA_CUDA) && TESSERA_CUDA
+#include "tessera/backend/cuda/fused_source.h"
+#include "tessera/backend/cuda/jit.h"
+#endif
 
 using namespace tessera;
 
@@ -270,3 +276,42 @@ TEST(CompileFusion, DerivativesAndVmapThroughAFusedNode) {
                            1e-12);
   });
 }
+
+#if defined(TESSERA_CUDA) && TESSERA_CUDA
+// NVRTC compiles the generated kernel of every op on every dtype the GPU
+// fuses (no GPU needed): the functors' text, the prelude that stands in for
+// the headers, and the steps' dtypes agree (the kernels assert them).
+TEST(CompileFusion, GeneratedSourceOfEveryOpCompiles) {
+  ModeGuard guard;
+  StreamContext cpu(Device::cpu);
+  std::string source = gpu::jit_header();
+  int kernels = 0;
+  for (const auto& op : op_table::ops()) {
+    VecFn f = [&op](const std::vector<array>& x) {
+      std::vector<array> y;
+      for (const auto& xi : x) y.push_back(maximum(xi, xi));
+      array r = op.fn(y);
+      return std::vector<array>{maximum(r, r)};
+    };
+    VecFn cf = compile(f);
+    for (Dtype t : op.dtypes) {
+      if (t == complex64) continue;
+      std::vector<array> in;
+      for (int k = 0; k < op.arity(); ++k) {
+        in.push_back(input_for(op, k, t, {3, 5}, harness::Layout::contiguous, k + 1));
+      }
+      for (const array& out : cf(in)) {
+        auto* c = dynamic_cast<Compiled*>(&out.primitive());
+        if (!c) continue;
+        std::vector<Dtype> dtypes;
+        for (const auto& x : out.inputs()) dtypes.push_back(x.dtype());
+        FusedLayout layout = fused_layout(out.shape(), out.inputs());
+        source += gpu::fused_kernel(c->program(), dtypes, layout, "k" + std::to_string(kernels++));
+      }
+    }
+  }
+  EXPECT_GT(kernels, 500);
+  int arch = is_available(Device::gpu) ? -1 : 90;
+  EXPECT_NO_THROW(gpu::jit::compile(source, arch > 0 ? arch : gpu::jit::device_arch(0)));
+}
+#endif

@@ -24,8 +24,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <ostream>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "tessera/core/primitive.h"
@@ -87,6 +90,9 @@ class Compiled : public UnaryPrimitive {
 
  private:
   FusedProgram program_;
+  // The GPU backend's kernels for this program, by the layout of the inputs.
+  std::mutex kernels_mutex_;
+  std::unordered_map<std::string, void*> kernels_;
 };
 
 }  // namespace tessera
