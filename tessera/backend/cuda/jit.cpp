@@ -2,6 +2,7 @@
 
 #include <cuda.h>
 #include <nvrtc.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -123,7 +124,7 @@ void write_file(const std::filesystem::path& p, const std::string& data) {
   std::filesystem::create_directories(p.parent_path(), ec);
   if (ec) return;
   auto tmp = p;
-  tmp += ".tmp" + std::to_string(reinterpret_cast<std::uintptr_t>(&data));
+  tmp += ".tmp" + std::to_string(::getpid());
   {
     std::ofstream f(tmp, std::ios::binary);
     if (!f) return;
@@ -190,14 +191,18 @@ void* kernel(const std::string& source, const char* name, int device) {
       hash_name(source + "\n" + name + "\nsm_" + std::to_string(arch) + "\nnvrtc " + nvrtc_version());
   const std::string memory_key = key + "/" + std::to_string(device);
   Cache& c = cache();
-  std::lock_guard lock(c.mutex);
-  if (auto it = c.functions.find(memory_key); it != c.functions.end()) return it->second;
-
+  {
+    std::lock_guard lock(c.mutex);
+    if (auto it = c.functions.find(memory_key); it != c.functions.end()) return it->second;
+  }
+  // Compiled without the lock: other kernels load meanwhile; two threads
+  // that build the same kernel keep the first one stored.
   const Driver& d = driver();
   TESSERA_CUDA_CHECK(cudaSetDevice(device));
   CUmodule module = nullptr;
   const std::string dir = cache_directory();
-  const std::filesystem::path file = dir.empty() ? std::filesystem::path() : std::filesystem::path(dir) / (key + ".bin");
+  const std::filesystem::path file =
+      dir.empty() ? std::filesystem::path() : std::filesystem::path(dir) / (key + ".bin");
   if (!dir.empty()) {
     std::string cached = read_file(file);
     if (!cached.empty() && d.module_load_data(&module, cached.data()) != CUDA_SUCCESS) {
@@ -211,8 +216,8 @@ void* kernel(const std::string& source, const char* name, int device) {
   }
   CUfunction f = nullptr;
   d.check(d.module_get_function(&f, module, name), "cuModuleGetFunction");
-  c.functions.emplace(memory_key, reinterpret_cast<void*>(f));
-  return reinterpret_cast<void*>(f);
+  std::lock_guard lock(c.mutex);
+  return c.functions.emplace(memory_key, reinterpret_cast<void*>(f)).first->second;
 }
 
 void launch(void* f, unsigned grid, unsigned block, void** args, void* stream) {
