@@ -67,40 +67,42 @@ std::string fused_kernel(const FusedProgram& program, const std::vector<Dtype>& 
                          const FusedLayout& layout, const std::string& name) {
   const size_t n_in = program.num_inputs;
   const size_t nd = layout.shape.size();
-  std::ostringstream k;
-  k << "extern \"C\" __global__ void __launch_bounds__(" << kFusedBlock << ") " << name << "(";
-  for (size_t i = 0; i < n_in; ++i) {
-    k << "const " << device_type_name(input_dtypes[i]) << "* __restrict__ in" << i << ", ";
-  }
-  const Dtype out_dtype = program.steps.back().dtype;
-  k << device_type_name(out_dtype) << "* __restrict__ out, long long n";
   size_t strided = 0;
   for (auto a : layout.access) strided += a == FusedAccess::strided;
-  if (strided > 0) {
-    k << ", " << name << "_dims dims";
-  }
-  k << ") {\n";
-  // Scalar inputs are read once.
+  const std::string dims_type = name + "_dims";
+  // The parameters, and the same names as arguments.
+  std::ostringstream params, names;
   for (size_t i = 0; i < n_in; ++i) {
-    if (layout.access[i] == FusedAccess::scalar) {
-      k << "  const " << device_type_name(input_dtypes[i]) << " r" << i << " = in" << i
-        << "[0];\n";
-    }
+    params << "const " << device_type_name(input_dtypes[i]) << "* __restrict__ in" << i << ", ";
+    names << "in" << i << ", ";
   }
-  k << "  const long long tile = " << kFusedBlock * kFusedPerThread << "ll;\n"
-    << "  for (long long base = (long long)blockIdx.x * tile; base < n; base += (long long)gridDim.x * tile) {\n"
-    << "#pragma unroll\n"
-    << "    for (int v = 0; v < " << kFusedPerThread << "; ++v) {\n"
-    << "      const long long i = base + v * " << kFusedBlock << " + threadIdx.x;\n"
-    << "      if (i >= n) break;\n";
+  params << device_type_name(program.steps.back().dtype) << "* __restrict__ out";
+  names << "out";
+  std::string kernel_params = params.str() + ", long long n";
+  if (strided > 0) {
+    params << ", const " << dims_type << "& dims";
+    names << ", dims";
+    kernel_params += ", " + dims_type + " dims";
+  }
+
+  std::ostringstream src;
+  if (strided > 0) {
+    src << "struct " << dims_type << " { int shape[" << nd << "]; long long strides[" << strided
+        << "][" << nd << "]; };\n";
+  }
+  // One element: loads, the steps in registers, the store.
+  src << "__device__ __forceinline__ void " << name << "_element(long long i, " << params.str()
+      << ") {\n";
   size_t s = 0;
   for (size_t i = 0; i < n_in; ++i) {
     const char* type = device_type_name(input_dtypes[i]);
-    if (layout.access[i] == FusedAccess::linear) {
-      k << "      const " << type << " r" << i << " = in" << i << "[i];\n";
-    } else if (layout.access[i] == FusedAccess::strided) {
-      k << "      const " << type << " r" << i << " = in" << i << "[tessera::jit::loc<" << nd
-        << ">(i, dims.shape, dims.strides[" << s++ << "])];\n";
+    src << "  const " << type << " r" << i << " = in" << i;
+    switch (layout.access[i]) {
+      case FusedAccess::linear: src << "[i];\n"; break;
+      case FusedAccess::scalar: src << "[0];\n"; break;
+      case FusedAccess::strided:
+        src << "[tessera::jit::loc<" << nd << ">(i, dims.shape, dims.strides[" << s++ << "])];\n";
+        break;
     }
   }
   for (size_t j = 0; j < program.steps.size(); ++j) {
@@ -108,19 +110,27 @@ std::string fused_kernel(const FusedProgram& program, const std::vector<Dtype>& 
     std::vector<std::string> args;
     for (uint32_t r : step.args) args.push_back("r" + std::to_string(r));
     const std::string r = "r" + std::to_string(n_in + j);
-    k << "      const auto " << r << " = " << step_expression(step, args) << ";\n"
-      << "      static_assert(std::is_same_v<decltype(" << r << "), const "
-      << device_type_name(step.dtype) << ">, \"the graph's dtype\");\n";
+    src << "  const auto " << r << " = " << step_expression(step, args) << ";\n"
+        << "  static_assert(std::is_same_v<decltype(" << r << "), const "
+        << device_type_name(step.dtype) << ">, \"the graph's dtype\");\n";
   }
-  k << "      out[i] = r" << n_in + program.steps.size() - 1 << ";\n"
-    << "    }\n  }\n}\n";
-
-  std::ostringstream src;
-  if (strided > 0) {
-    src << "struct " << name << "_dims { int shape[" << nd << "]; long long strides[" << strided
-        << "][" << nd << "]; };\n";
-  }
-  src << k.str();
+  src << "  out[i] = r" << n_in + program.steps.size() - 1 << ";\n}\n";
+  // Tiles of kFusedBlock * kFusedPerThread elements; full tiles unchecked, so
+  // that the loads of a thread's elements are issued together.
+  const int tile = kFusedBlock * kFusedPerThread;
+  src << "extern \"C\" __global__ void __launch_bounds__(" << kFusedBlock << ") " << name << "("
+      << kernel_params << ") {\n"
+      << "  for (long long base = (long long)blockIdx.x * " << tile << "; base < n;"
+      << " base += (long long)gridDim.x * " << tile << ") {\n"
+      << "    if (base + " << tile << " <= n) {\n"
+      << "#pragma unroll\n"
+      << "      for (int v = 0; v < " << kFusedPerThread << "; ++v) " << name << "_element(base + v * "
+      << kFusedBlock << " + threadIdx.x, " << names.str() << ");\n"
+      << "    } else {\n"
+      << "      for (int v = 0; v < " << kFusedPerThread << "; ++v) {\n"
+      << "        const long long i = base + v * " << kFusedBlock << " + threadIdx.x;\n"
+      << "        if (i < n) " << name << "_element(i, " << names.str() << ");\n"
+      << "      }\n    }\n  }\n}\n";
   return src.str();
 }
 
