@@ -202,6 +202,24 @@ TEST(CompileFusion, BroadcastAndStridedInputs) {
   });
 }
 
+// A transposed input of 18 dimensions that no two merge: the strided reads
+// walk every dimension.
+TEST(CompileFusion, ManyDimensions) {
+  ModeGuard guard;
+  harness::on_each_device([] {
+    auto f = [](const std::vector<array>& x) {
+      return std::vector<array>{sin(x[0]) * 2.0f + x[1]};
+    };
+    Shape shape(18, 2);
+    array a = transpose(reshape(astype(arange(1 << 18), float32), shape));
+    array b = astype(grad_check::random_f64({2}, 3), float32);
+    eval({a, b});
+    auto got = compile(f)({a, b});
+    EXPECT_EQ(count_fused(got), 1u);
+    expect_same(got[0], f({a, b})[0], 2e-6, "18 dimensions");
+  });
+}
+
 TEST(CompileFusion, CastsAndScalarConstants) {
   ModeGuard guard;
   harness::on_each_device([] {

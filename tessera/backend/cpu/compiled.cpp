@@ -15,6 +15,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tessera/backend/common/elementwise.h"
 #include "tessera/backend/common/fused_layout.h"
@@ -140,7 +141,9 @@ template <typename T>
 void gather(const T* src, const Shape& shape, const Strides& st, int64_t start, int64_t n,
             T* dst) {
   const int nd = static_cast<int>(shape.size());
-  int64_t idx[32];
+  int64_t idx_small[16];
+  std::vector<int64_t> idx_large(nd > 16 ? nd : 0);
+  int64_t* idx = nd > 16 ? idx_large.data() : idx_small;
   int64_t loc = 0, r = start;
   for (int d = nd - 1; d >= 0; --d) {
     idx[d] = r % shape[d];

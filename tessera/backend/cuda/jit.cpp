@@ -45,8 +45,12 @@ struct Driver {
   static void load(const char* symbol, F& f) {
     void* p = nullptr;
     cudaDriverEntryPointQueryResult status;
+#if CUDART_VERSION >= 12050
     TESSERA_CUDA_CHECK(
         cudaGetDriverEntryPointByVersion(symbol, &p, 12000, cudaEnableDefault, &status));
+#else
+    TESSERA_CUDA_CHECK(cudaGetDriverEntryPoint(symbol, &p, cudaEnableDefault, &status));
+#endif
     if (status != cudaDriverEntryPointSuccess || !p) {
       throw std::runtime_error(std::string("[jit] the CUDA driver has no ") + symbol);
     }
