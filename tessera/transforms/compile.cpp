@@ -251,7 +251,8 @@ void fuse(Record& rec, const std::vector<array>& inputs) {
     FusedProgram program;
     for (uint32_t m : members) {
       const auto& member = rec.nodes[m];
-      FusedStep step{*ops[m], {}, member.dtypes[0], member.primitive};
+      FusedStep step{*ops[m], {}, member.dtypes[0], member.primitive,
+                     fused_params(*ops[m], *member.primitive, member.dtypes[0])};
       for (const auto& r : member.inputs) step.args.push_back(operand(r));
       program.steps.push_back(std::move(step));
     }

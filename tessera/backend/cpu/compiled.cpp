@@ -30,7 +30,36 @@ namespace {
 constexpr int64_t kBlockBytes = 8192;
 constexpr int64_t kGrainElements = 1 << 16;
 
-using StepFn = void (*)(const void* const* args, void* out, int64_t n, Dtype in, Dtype out_t);
+using StepFn = void (*)(const void* const* args, void* out, int64_t n, const FusedStep& step,
+                        Dtype in);
+
+// The functor of a step, with its parameters.
+template <typename Op>
+Op functor(const FusedStep&) {
+  return Op{};
+}
+template <>
+scalar::Round functor<scalar::Round>(const FusedStep& step) {
+  scalar::Round op;
+  op.decimals = static_cast<int>(step.params[0]);
+  return op;
+}
+template <>
+scalar::NanToNum functor<scalar::NanToNum>(const FusedStep& step) {
+  scalar::NanToNum op;
+  op.nan = step.params[0];
+  op.posinf = step.params[1];
+  op.neginf = step.params[2];
+  return op;
+}
+template <>
+scalar::IsClose functor<scalar::IsClose>(const FusedStep& step) {
+  scalar::IsClose op;
+  op.rtol = step.params[0];
+  op.atol = step.params[1];
+  op.equal_nan = step.params[2] != 0;
+  return op;
+}
 
 // The stored result type of Op on operands of stored type In: the functor's
 // result, except that a result of In's compute type is stored as In (the
@@ -50,30 +79,30 @@ struct StepOut {
 };
 
 template <typename Op, typename In>
-void unary_step(const void* const* args, void* out, int64_t n, Dtype, Dtype) {
+void unary_step(const void* const* args, void* out, int64_t n, const FusedStep& step, Dtype) {
   using Out = typename StepOut<Op, In, 1>::type;
   using C = compute_t<In>;
   const In* x = static_cast<const In*>(args[0]);
   Out* y = static_cast<Out*>(out);
-  const Op op{};
+  const Op op = functor<Op>(step);
   for (int64_t i = 0; i < n; ++i) y[i] = static_cast<Out>(op(static_cast<C>(x[i])));
 }
 
 template <typename Op, typename In>
-void binary_step(const void* const* args, void* out, int64_t n, Dtype, Dtype) {
+void binary_step(const void* const* args, void* out, int64_t n, const FusedStep& step, Dtype) {
   using Out = typename StepOut<Op, In, 2>::type;
   using C = compute_t<In>;
   const In* a = static_cast<const In*>(args[0]);
   const In* b = static_cast<const In*>(args[1]);
   Out* y = static_cast<Out*>(out);
-  const Op op{};
+  const Op op = functor<Op>(step);
   for (int64_t i = 0; i < n; ++i) {
     y[i] = static_cast<Out>(op(static_cast<C>(a[i]), static_cast<C>(b[i])));
   }
 }
 
 template <typename T>
-void select_step(const void* const* args, void* out, int64_t n, Dtype, Dtype) {
+void select_step(const void* const* args, void* out, int64_t n, const FusedStep&, Dtype) {
   const bool* c = static_cast<const bool*>(args[0]);
   const T* x = static_cast<const T*>(args[1]);
   const T* y = static_cast<const T*>(args[2]);
@@ -81,8 +110,8 @@ void select_step(const void* const* args, void* out, int64_t n, Dtype, Dtype) {
   for (int64_t i = 0; i < n; ++i) o[i] = c[i] ? x[i] : y[i];
 }
 
-void astype_step(const void* const* args, void* out, int64_t n, Dtype in, Dtype out_t) {
-  cast_contiguous(args[0], in, out, out_t, static_cast<size_t>(n));
+void astype_step(const void* const* args, void* out, int64_t n, const FusedStep& step, Dtype in) {
+  cast_contiguous(args[0], in, out, step.dtype, static_cast<size_t>(n));
 }
 
 template <typename Op, int Arity>
@@ -123,6 +152,12 @@ StepFn step_fn(const FusedStep& step, Dtype in) {
       return resolve<scalar::Equal, 2>(in, step.dtype, "equal");
     case FusedOp::EqualNan:
       return resolve<scalar::EqualNan, 2>(in, step.dtype, "equal");
+    case FusedOp::Round:
+      return resolve<scalar::Round, 1>(in, step.dtype, "round");
+    case FusedOp::NanToNum:
+      return resolve<scalar::NanToNum, 1>(in, step.dtype, "nan_to_num");
+    case FusedOp::IsClose:
+      return resolve<scalar::IsClose, 2>(in, step.dtype, "isclose");
     case FusedOp::Select:
       return dispatch_bytes(step.dtype, [](auto tag) -> StepFn {
         return &select_step<typename decltype(tag)::type>;
@@ -311,7 +346,7 @@ void Compiled::eval_cpu(const std::vector<array>& inputs, array& out) {
         }
         for (size_t a = 0; a < step.args.size(); ++a) args[a] = ptr[step.args[a]];
         void* o = reg.kind == Plan::output ? dst + start * reg.itemsize : slot(reg.slot);
-        plan.fns[j](args, o, n, plan.in_dtypes[j], step.dtype);
+        plan.fns[j](args, o, n, step, plan.in_dtypes[j]);
         ptr[n_in + j] = o;
       }
     }

@@ -1,5 +1,7 @@
 #include "tessera/backend/cuda/fused_source.h"
 
+#include <cstdint>
+#include <cstring>
 #include <sstream>
 #include <stdexcept>
 
@@ -40,6 +42,28 @@ std::string step_expression(const FusedStep& step, const std::vector<std::string
     case FusedOp::Broadcast:
     case FusedOp::Copy:
       return a[0];
+    case FusedOp::Round:
+    case FusedOp::NanToNum:
+    case FusedOp::IsClose: {
+      // The functor with its parameters, each exactly (by its bits).
+      std::string e = std::string("tessera::jit::step(tessera::scalar::") + fused_op_name(step.op) + "{{}";
+      for (size_t k = 0; k < step.params.size(); ++k) {
+        double v = step.params[k];
+        e += ", ";
+        if (step.op == FusedOp::Round) {
+          e += std::to_string(static_cast<int>(v));
+        } else if (step.op == FusedOp::IsClose && k == 2) {
+          e += v != 0 ? "true" : "false";
+        } else {
+          uint64_t bits;
+          std::memcpy(&bits, &v, sizeof bits);
+          e += "__longlong_as_double(" + std::to_string(static_cast<long long>(bits)) + "ll)";
+        }
+      }
+      e += "}, " + a[0];
+      if (a.size() > 1) e += ", " + a[1];
+      return e + ")";
+    }
     default: {
       std::string e = std::string("tessera::jit::step<tessera::scalar::") + fused_op_name(step.op) +
                       ">(" + a[0];

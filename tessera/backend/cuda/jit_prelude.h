@@ -155,17 +155,21 @@ template <class T> __device__ inline T narrow(compute_t<T> x) {
 // A functor on stored operands; a result of their compute type is stored in
 // their type, any other result as it is.
 template <class Op, class In>
-__device__ inline auto step(In a) {
-  auto r = Op{}(widen(a));
+__device__ inline auto step(const Op& op, In a) {
+  auto r = op(widen(a));
   if constexpr (std::is_same_v<decltype(r), compute_t<In>>) return narrow<In>(r);
   else return r;
 }
 template <class Op, class In>
-__device__ inline auto step(In a, In b) {
-  auto r = Op{}(widen(a), widen(b));
+__device__ inline auto step(const Op& op, In a, In b) {
+  auto r = op(widen(a), widen(b));
   if constexpr (std::is_same_v<decltype(r), compute_t<In>>) return narrow<In>(r);
   else return r;
 }
+template <class Op, class In>
+__device__ inline auto step(In a) { return step(Op{}, a); }
+template <class Op, class In>
+__device__ inline auto step(In a, In b) { return step(Op{}, a, b); }
 
 // float_to_int of core/dispatch.h: NaN to 0, out-of-range values clamped.
 template <class Out, class F>

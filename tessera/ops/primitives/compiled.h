@@ -42,6 +42,9 @@ enum class FusedOp : uint8_t {
 #undef TESSERA_FUSED_ROW
   Equal,      // scalar::Equal
   EqualNan,   // scalar::EqualNan (Equal with equal_nan)
+  Round,      // scalar::Round{params[0] decimals}
+  NanToNum,   // scalar::NanToNum{params[0..2]: nan, posinf, neginf}
+  IsClose,    // scalar::IsClose{params[0..2]: rtol, atol, equal_nan}
   Select,     // condition ? x : y
   AsType,     // cast_to the step's dtype
   Broadcast,  // the input itself, read broadcast
@@ -61,7 +64,12 @@ struct FusedStep {
   std::vector<uint32_t> args;  // registers (Note [Fused programs])
   Dtype dtype;                 // of the result
   std::shared_ptr<Primitive> primitive;  // the node this step replaces
+  std::vector<double> params = {};       // the functor's parameters (Round, NanToNum, IsClose)
 };
+
+// The functor parameters of a step of op computing `dtype` from primitive p
+// (empty for the ops without parameters).
+std::vector<double> fused_params(FusedOp op, const Primitive& p, Dtype dtype);
 
 struct FusedProgram {
   uint32_t num_inputs = 0;

@@ -18,6 +18,8 @@ int fused_arity(FusedOp op) {
   switch (op) {
 #define TESSERA_FUSED_ROW(NAME, FN, RULE) case FusedOp::NAME:
     TESSERA_UNARY_OPS(TESSERA_FUSED_ROW)
+    case FusedOp::Round:
+    case FusedOp::NanToNum:
     case FusedOp::AsType:
     case FusedOp::Broadcast:
     case FusedOp::Copy:
@@ -25,6 +27,7 @@ int fused_arity(FusedOp op) {
     TESSERA_BINARY_OPS(TESSERA_FUSED_ROW)
     case FusedOp::Equal:
     case FusedOp::EqualNan:
+    case FusedOp::IsClose:
       return 2;
 #undef TESSERA_FUSED_ROW
     case FusedOp::Select:
@@ -43,6 +46,9 @@ const char* fused_op_name(FusedOp op) {
 #undef TESSERA_FUSED_ROW
     case FusedOp::Equal: return "Equal";
     case FusedOp::EqualNan: return "EqualNan";
+    case FusedOp::Round: return "Round";
+    case FusedOp::NanToNum: return "NanToNum";
+    case FusedOp::IsClose: return "IsClose";
     case FusedOp::Select: return "Select";
     case FusedOp::AsType: return "AsType";
     case FusedOp::Broadcast: return "Broadcast";
@@ -62,11 +68,34 @@ std::optional<FusedOp> fused_op_of(const Primitive& p) {
     return std::get<0>(static_cast<const Equal&>(p).parameters()) ? FusedOp::EqualNan
                                                                    : FusedOp::Equal;
   }
+  if (t == typeid(Round)) return FusedOp::Round;
+  if (t == typeid(NanToNum)) return FusedOp::NanToNum;
+  if (t == typeid(IsClose)) return FusedOp::IsClose;
   if (t == typeid(Select)) return FusedOp::Select;
   if (t == typeid(AsType)) return FusedOp::AsType;
   if (t == typeid(Broadcast)) return FusedOp::Broadcast;
   if (t == typeid(Copy)) return FusedOp::Copy;
   return std::nullopt;
+}
+
+std::vector<double> fused_params(FusedOp op, const Primitive& p, Dtype dtype) {
+  switch (op) {
+    case FusedOp::Round:
+      return {double(std::get<0>(static_cast<const Round&>(p).parameters()))};
+    case FusedOp::NanToNum: {
+      // As NanToNum's kernels: an unset infinity is the dtype's largest / lowest value.
+      auto [nan, posinf, neginf] = static_cast<const NanToNum&>(p).parameters();
+      finfo info(dtype);
+      return {double(nan), posinf ? double(*posinf) : info.max,
+              neginf ? double(*neginf) : info.min};
+    }
+    case FusedOp::IsClose: {
+      auto [rtol, atol, equal_nan] = static_cast<const IsClose&>(p).parameters();
+      return {rtol, atol, equal_nan ? 1.0 : 0.0};
+    }
+    default:
+      return {};
+  }
 }
 
 void Compiled::print(std::ostream& os) const {
