@@ -13,11 +13,12 @@ UNARY = ["abs", "negative", "sign", "square", "exp", "expm1", "sqrt", "rsqrt", "
          "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh",
          "arctanh", "degrees", "radians", "log", "log2", "log10", "log1p", "sigmoid", "erf",
          "erfinv", "floor", "ceil", "reciprocal", "isnan", "isinf", "isfinite", "logical_not",
-         "bitwise_invert"]
+         "bitwise_invert", "round", "nan_to_num"]
 BINARY = ["add", "subtract", "multiply", "divide", "floor_divide", "remainder", "power",
           "maximum", "minimum", "logaddexp", "arctan2", "hypot", "equal", "not_equal", "greater",
           "greater_equal", "less", "less_equal", "logical_and", "logical_or", "logical_xor",
-          "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"]
+          "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift",
+          "isclose"]
 DTYPES = [mx.float32, mx.float16, mx.bfloat16, mx.float64, mx.int32, mx.uint8, mx.bool_]
 
 
