@@ -84,6 +84,9 @@ void init_transforms(nb::module_& m) {
         [compiled](std::vector<array> inputs) { return to_list(compiled(inputs)); });
   }, "fun"_a, "shapeless"_a = false);
   m.def("_compile_enabled", [] { return compile_mode() != CompileMode::disabled; });
+  m.def("_graph_primitives", [](std::vector<array> outputs) {
+    return tessera::detail::graph_primitives(outputs);
+  }, "outputs"_a, "The primitives of the unevaluated graph behind outputs, inputs first.");
   m.def("disable_compile", &disable_compile,
         "Makes compile a no-op: compiled functions call the function itself.");
   m.def("enable_compile", &enable_compile,

@@ -1,11 +1,13 @@
 #include "tessera/transforms/compile.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -14,6 +16,7 @@
 
 #include "tessera/core/primitive.h"
 #include "tessera/ops/ops.h"
+#include "tessera/ops/primitives/compiled.h"
 #include "tessera/transforms/tape.h"
 
 namespace tessera {
@@ -132,6 +135,146 @@ Record trace(const VecFn& fun, const std::vector<array>& inputs, bool simplify) 
   return rec;
 }
 
+// Note [Fusion]
+// After the trace, maximal sets of elementwise nodes become one Compiled node
+// (ops/primitives/compiled.h). A set grows from a root, the last node of the
+// record not yet in a set, towards its inputs: an input node joins when it is
+// fusable, has the root's shape and stream, and every read of it is by a
+// member (so no value computed inside is needed outside, and no path leaves
+// the set and comes back: the set is free of cycles). A Broadcast joins too
+// when its own input stays outside: the fused kernel reads that input
+// broadcast. A Copy joins as a renaming. Sets of fewer than two ops that
+// compute stay as they are; a set never ends in a renaming. On the
+// GPU, sets with complex values stay unfused (the generated source has no
+// complex arithmetic).
+void fuse(Record& rec, const std::vector<array>& inputs) {
+  const size_t n = rec.nodes.size();
+  auto dtype_of_ref = [&](const Ref& r) {
+    switch (r.kind) {
+      case Ref::input:
+        return inputs[r.index].dtype();
+      case Ref::constant:
+        return rec.constants[r.index].dtype();
+      default:
+        return rec.nodes[r.index].dtypes[r.position];
+    }
+  };
+  std::vector<uint32_t> reads(n, 0);
+  for (const auto& node : rec.nodes) {
+    for (const auto& r : node.inputs) {
+      if (r.kind == Ref::node) ++reads[r.index];
+    }
+  }
+  for (const auto& r : rec.outputs) {
+    if (r.kind == Ref::node) reads[r.index] += 1u << 30;  // never inside a set
+  }
+  std::vector<std::optional<FusedOp>> ops(n);
+  for (size_t i = 0; i < n; ++i) {
+    const auto& node = rec.nodes[i];
+    if (node.multi) continue;
+    ops[i] = fused_op_of(*node.primitive);
+    if (ops[i] && node.primitive->device().type == Device::DeviceType::gpu) {
+      bool complex = node.dtypes[0] == complex64;
+      for (const auto& r : node.inputs) complex = complex || dtype_of_ref(r) == complex64;
+      if (complex) ops[i].reset();
+    }
+  }
+
+  std::vector<int> set_of(n, -1);  // the root of a node's set
+  std::vector<std::vector<uint32_t>> sets;
+  for (size_t root = n; root-- > 0;) {
+    if (set_of[root] >= 0 || !ops[root] || Compiled::renames(*ops[root])) continue;
+    const auto& top = rec.nodes[root];
+    std::vector<uint32_t> members{static_cast<uint32_t>(root)};
+    std::unordered_map<uint32_t, uint32_t> reads_inside;
+    set_of[root] = static_cast<int>(root);
+    for (size_t m = 0; m < members.size(); ++m) {
+      const auto& node = rec.nodes[members[m]];
+      if (*ops[members[m]] == FusedOp::Broadcast) continue;  // its input stays outside
+      for (const auto& r : node.inputs) {
+        if (r.kind != Ref::node) continue;
+        const uint32_t c = r.index;
+        const auto& cand = rec.nodes[c];
+        if (set_of[c] >= 0 || !ops[c] || cand.shapes[0] != top.shapes[0] ||
+            !(cand.primitive->stream() == top.primitive->stream())) {
+          continue;
+        }
+        if (++reads_inside[c] == reads[c]) {
+          set_of[c] = static_cast<int>(root);
+          members.push_back(c);
+        }
+      }
+    }
+    size_t computing = 0;
+    for (uint32_t m : members) computing += !Compiled::renames(*ops[m]);
+    if (computing < 2) {
+      for (uint32_t m : members) set_of[m] = -1;
+      continue;
+    }
+    std::sort(members.begin(), members.end());
+    sets.push_back(std::move(members));
+  }
+  if (sets.empty()) return;
+
+  // The record again, with each set's root replaced by its Compiled node.
+  std::unordered_map<uint32_t, const std::vector<uint32_t>*> set_at_root;
+  for (const auto& s : sets) set_at_root.emplace(s.back(), &s);
+  std::vector<uint32_t> new_index(n, UINT32_MAX);
+  std::vector<RecordedNode> nodes;
+  auto remap = [&](Ref r) {
+    if (r.kind == Ref::node) r.index = new_index[r.index];
+    return r;
+  };
+  for (uint32_t i = 0; i < n; ++i) {
+    if (set_of[i] >= 0 && set_of[i] != static_cast<int>(i)) continue;
+    auto it = set_at_root.find(i);
+    if (it == set_at_root.end()) {
+      RecordedNode node = std::move(rec.nodes[i]);
+      for (auto& r : node.inputs) r = remap(r);
+      new_index[i] = static_cast<uint32_t>(nodes.size());
+      nodes.push_back(std::move(node));
+      continue;
+    }
+    const auto& members = *it->second;
+    std::unordered_map<uint32_t, uint32_t> step_of;
+    for (size_t k = 0; k < members.size(); ++k) step_of.emplace(members[k], static_cast<uint32_t>(k));
+    RecordedNode node;
+    std::vector<Ref> outside;
+    auto operand = [&](const Ref& r) -> uint32_t {
+      if (r.kind == Ref::node && step_of.count(r.index)) return UINT32_MAX - step_of[r.index];
+      for (size_t k = 0; k < outside.size(); ++k) {
+        if (outside[k] == r) return static_cast<uint32_t>(k);
+      }
+      outside.push_back(r);
+      return static_cast<uint32_t>(outside.size() - 1);
+    };
+    FusedProgram program;
+    for (uint32_t m : members) {
+      const auto& member = rec.nodes[m];
+      FusedStep step{*ops[m], {}, member.dtypes[0], member.primitive,
+                     fused_params(*ops[m], *member.primitive, member.dtypes[0])};
+      for (const auto& r : member.inputs) step.args.push_back(operand(r));
+      program.steps.push_back(std::move(step));
+    }
+    program.num_inputs = static_cast<uint32_t>(outside.size());
+    for (auto& step : program.steps) {
+      for (auto& a : step.args) {
+        if (a >= UINT32_MAX - members.size()) a = program.num_inputs + (UINT32_MAX - a);
+      }
+    }
+    program.shape = rec.nodes[i].shapes[0];
+    node.primitive = std::make_shared<Compiled>(rec.nodes[i].primitive->stream(), std::move(program));
+    for (const auto& r : outside) node.inputs.push_back(remap(r));
+    node.shapes = rec.nodes[i].shapes;
+    node.dtypes = rec.nodes[i].dtypes;
+    node.multi = false;
+    new_index[i] = static_cast<uint32_t>(nodes.size());
+    nodes.push_back(std::move(node));
+  }
+  for (auto& r : rec.outputs) r = remap(r);
+  rec.nodes = std::move(nodes);
+}
+
 std::vector<array> replay(const Record& rec, const std::vector<array>& inputs) {
   std::vector<std::vector<array>> values(rec.nodes.size());
   auto value = [&](const Ref& r) -> const array& {
@@ -163,7 +306,7 @@ std::vector<array> replay(const Record& rec, const std::vector<array>& inputs) {
 
 struct Cache {
   std::mutex mutex;
-  std::map<std::pair<std::vector<int64_t>, bool>, std::shared_ptr<const Record>> records;
+  std::map<std::pair<std::vector<int64_t>, CompileMode>, std::shared_ptr<const Record>> records;
 };
 
 }  // namespace
@@ -174,7 +317,7 @@ VecFn compile(VecFn fun, bool /*shapeless: traced again per shape, Note [compile
     CompileMode mode = g_mode.load(std::memory_order_relaxed);
     if (mode == CompileMode::disabled) return fun(inputs);
     const bool simplify = mode != CompileMode::no_simplify;
-    auto key = std::make_pair(signature(inputs), simplify);
+    auto key = std::make_pair(signature(inputs), mode);
     std::shared_ptr<const Record> rec;
     {
       std::lock_guard l(cache->mutex);
@@ -182,7 +325,9 @@ VecFn compile(VecFn fun, bool /*shapeless: traced again per shape, Note [compile
       if (it != cache->records.end()) rec = it->second;
     }
     if (!rec) {
-      rec = std::make_shared<const Record>(trace(fun, inputs, simplify));
+      Record traced = trace(fun, inputs, simplify);
+      if (mode == CompileMode::enabled) fuse(traced, inputs);
+      rec = std::make_shared<const Record>(std::move(traced));
       std::lock_guard l(cache->mutex);
       cache->records.emplace(key, rec);
     }
@@ -199,5 +344,27 @@ void disable_compile() { g_mode = CompileMode::disabled; }
 void enable_compile() { g_mode = CompileMode::enabled; }
 void set_compile_mode(CompileMode mode) { g_mode = mode; }
 CompileMode compile_mode() { return g_mode.load(); }
+
+std::vector<std::string> detail::graph_primitives(const std::vector<array>& outputs) {
+  std::vector<std::string> names;
+  std::unordered_set<const void*> seen;
+  std::vector<std::pair<array, bool>> stack;  // (array, inputs done)
+  for (auto it = outputs.rbegin(); it != outputs.rend(); ++it) stack.emplace_back(*it, false);
+  while (!stack.empty()) {
+    auto [a, done] = stack.back();
+    stack.pop_back();
+    if (!a.has_primitive()) continue;
+    if (done) {
+      std::ostringstream os;
+      a.primitive().print(os);
+      names.push_back(os.str());
+      continue;
+    }
+    if (!seen.insert(a.node()).second) continue;
+    stack.emplace_back(a, true);
+    for (auto it = a.inputs().rbegin(); it != a.inputs().rend(); ++it) stack.emplace_back(*it, false);
+  }
+  return names;
+}
 
 }  // namespace tessera

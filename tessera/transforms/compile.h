@@ -21,10 +21,13 @@
 // have built, so every transform applies to a compiled function and a
 // compiled function may contain any transform.
 //
-// Elementwise chains are not fused; `shapeless` functions are traced again
-// for each new shape (docs/differences.md).
+// In the enabled mode, chains of elementwise ops in the record are fused into
+// one Compiled node each (Note [Fusion] in compile.cpp): one pass over memory
+// on each device. `shapeless` functions are traced again for each new shape
+// (docs/differences.md).
 #pragma once
 
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -37,7 +40,7 @@ enum class CompileMode { disabled, no_simplify, no_fuse, enabled };
 
 // The mode is read at each call: disabled calls fun itself; no_simplify
 // records without merging common subexpressions; no_fuse and enabled merge
-// them.
+// them; enabled also fuses elementwise chains.
 VecFn compile(VecFn fun, bool shapeless = false);
 VecFn compile(std::vector<array> (*fun)(const std::vector<array>&), bool shapeless = false);
 template <typename F,
@@ -55,5 +58,11 @@ void disable_compile();
 void enable_compile();
 void set_compile_mode(CompileMode mode);
 CompileMode compile_mode();
+
+namespace detail {
+// The names of the primitives in the unevaluated graph behind `outputs`,
+// inputs before users (to see what a compiled function runs).
+std::vector<std::string> graph_primitives(const std::vector<array>& outputs);
+}  // namespace detail
 
 }  // namespace tessera

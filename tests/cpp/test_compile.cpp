@@ -85,7 +85,7 @@ TEST(Compile, MatchesTheFunctionAndTracesOncePerSignature) {
 
 TEST(Compile, MergesCommonSubexpressions) {
   ModeGuard guard;
-  enable_compile();
+  set_compile_mode(CompileMode::no_fuse);  // nodes counted before fusion
   auto f = [](const std::vector<array>& x) {
     // exp(x) three times and x * y twice: one node each once merged.
     array a = exp(x[0]) + exp(x[0]) * multiply(x[0], x[1]);

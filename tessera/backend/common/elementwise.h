@@ -27,8 +27,13 @@
 // to INT_MIN. Shifts by a negative count or by at least the width give 0
 // (right shift of a negative value: -1). An integer to a negative integer power
 // is 0 (MLX's result; NumPy refuses it).
+//
+// The fused kernels compile this file at run time with NVRTC
+// (backend/cuda/fused_source.cpp), after a prelude that stands in for the
+// headers: the part under `#ifndef __CUDACC_RTC__` is host code only.
 #pragma once
 
+#ifndef __CUDACC_RTC__
 #include <cmath>
 #include <complex>
 #include <limits>
@@ -59,6 +64,7 @@ void dispatch_supported(Dtype t, const char* name, F&& f) {
 }
 
 }  // namespace tessera
+#endif  // __CUDACC_RTC__
 
 namespace tessera::scalar {
 

@@ -1,0 +1,356 @@
+// eval_cpu of Compiled: an interpreter of the fused program that runs every
+// step over one block of the output at a time, so that intermediate values
+// stay in the cache (Note [Fused programs] in ops/primitives/compiled.h).
+//
+// Note [Fused interpreter]
+// The output is cut into blocks of kBlockBytes of the widest register type.
+// A register is a block buffer: a linear input is read in place, a strided or
+// broadcast one is gathered into a buffer, a scalar one is filled once per
+// thread, and the last step writes into the output. Each step is one call of
+// a loop monomorphic in its op and types (chosen once per call, before any
+// element is touched), running the same scalar functor as the unfused kernel
+// with the same conversions, so the results are the unfused ones bit for bit.
+// A buffer is reused once the last step that reads it has run.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessera/backend/common/elementwise.h"
+#include "tessera/backend/common/fused_layout.h"
+#include "tessera/backend/cpu/threading.h"
+#include "tessera/core/dispatch.h"
+#include "tessera/ops/primitives/compiled.h"
+
+namespace tessera {
+
+namespace {
+
+constexpr int64_t kBlockBytes = 8192;
+constexpr int64_t kGrainElements = 1 << 16;
+
+using StepFn = void (*)(const void* const* args, void* out, int64_t n, const FusedStep& step,
+                        Dtype in);
+
+// The functor of a step, with its parameters.
+template <typename Op>
+Op functor(const FusedStep&) {
+  return Op{};
+}
+template <>
+scalar::Round functor<scalar::Round>(const FusedStep& step) {
+  scalar::Round op;
+  op.decimals = static_cast<int>(step.params[0]);
+  return op;
+}
+template <>
+scalar::NanToNum functor<scalar::NanToNum>(const FusedStep& step) {
+  scalar::NanToNum op;
+  op.nan = step.params[0];
+  op.posinf = step.params[1];
+  op.neginf = step.params[2];
+  return op;
+}
+template <>
+scalar::IsClose functor<scalar::IsClose>(const FusedStep& step) {
+  scalar::IsClose op;
+  op.rtol = step.params[0];
+  op.atol = step.params[1];
+  op.equal_nan = step.params[2] != 0;
+  return op;
+}
+
+// The stored result type of Op on operands of stored type In: the functor's
+// result, except that a result of In's compute type is stored as In (the
+// rule of the unfused kernels, backend/cpu/unary.cpp and binary.cpp).
+template <typename Op, typename In, int Arity>
+struct StepOut {
+  using C = compute_t<In>;
+  static auto result() {
+    if constexpr (Arity == 1) {
+      return Op{}(C{});
+    } else {
+      return Op{}(C{}, C{});
+    }
+  }
+  using R = decltype(result());
+  using type = std::conditional_t<std::is_same_v<R, C>, In, R>;
+};
+
+template <typename Op, typename In>
+void unary_step(const void* const* args, void* out, int64_t n, const FusedStep& step, Dtype) {
+  using Out = typename StepOut<Op, In, 1>::type;
+  using C = compute_t<In>;
+  const In* x = static_cast<const In*>(args[0]);
+  Out* y = static_cast<Out*>(out);
+  const Op op = functor<Op>(step);
+  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<Out>(op(static_cast<C>(x[i])));
+}
+
+template <typename Op, typename In>
+void binary_step(const void* const* args, void* out, int64_t n, const FusedStep& step, Dtype) {
+  using Out = typename StepOut<Op, In, 2>::type;
+  using C = compute_t<In>;
+  const In* a = static_cast<const In*>(args[0]);
+  const In* b = static_cast<const In*>(args[1]);
+  Out* y = static_cast<Out*>(out);
+  const Op op = functor<Op>(step);
+  for (int64_t i = 0; i < n; ++i) {
+    y[i] = static_cast<Out>(op(static_cast<C>(a[i]), static_cast<C>(b[i])));
+  }
+}
+
+template <typename T>
+void select_step(const void* const* args, void* out, int64_t n, const FusedStep&, Dtype) {
+  const bool* c = static_cast<const bool*>(args[0]);
+  const T* x = static_cast<const T*>(args[1]);
+  const T* y = static_cast<const T*>(args[2]);
+  T* o = static_cast<T*>(out);
+  for (int64_t i = 0; i < n; ++i) o[i] = c[i] ? x[i] : y[i];
+}
+
+void astype_step(const void* const* args, void* out, int64_t n, const FusedStep& step, Dtype in) {
+  cast_contiguous(args[0], in, out, step.dtype, static_cast<size_t>(n));
+}
+
+template <typename Op, int Arity>
+StepFn resolve(Dtype in, Dtype out, const char* name) {
+  StepFn fn = nullptr;
+  dispatch_supported<Op>(in, name, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using Out = typename StepOut<Op, T, Arity>::type;
+    if (detail::exact_dtype<Out> != out) {
+      throw std::logic_error(std::string("[compile] the fused ") + name + " stores " +
+                             dtype_name(detail::exact_dtype<Out>) + ", the graph " +
+                             dtype_name(out) + " (bug)");
+    }
+    if constexpr (Arity == 1) {
+      fn = &unary_step<Op, T>;
+    } else {
+      fn = &binary_step<Op, T>;
+    }
+  });
+  return fn;
+}
+
+// The loop of one step whose first operand has dtype `in` (Select: its
+// second); null for a step that only renames its operand.
+StepFn step_fn(const FusedStep& step, Dtype in) {
+  switch (step.op) {
+#define TESSERA_UNARY_ROW(NAME, FN, RULE) \
+  case FusedOp::NAME:                     \
+    return resolve<scalar::NAME, 1>(in, step.dtype, #FN);
+    TESSERA_UNARY_OPS(TESSERA_UNARY_ROW)
+#undef TESSERA_UNARY_ROW
+#define TESSERA_BINARY_ROW(NAME, FN, RULE) \
+  case FusedOp::NAME:                      \
+    return resolve<scalar::NAME, 2>(in, step.dtype, #FN);
+    TESSERA_BINARY_OPS(TESSERA_BINARY_ROW)
+#undef TESSERA_BINARY_ROW
+    case FusedOp::Equal:
+      return resolve<scalar::Equal, 2>(in, step.dtype, "equal");
+    case FusedOp::EqualNan:
+      return resolve<scalar::EqualNan, 2>(in, step.dtype, "equal");
+    case FusedOp::Round:
+      return resolve<scalar::Round, 1>(in, step.dtype, "round");
+    case FusedOp::NanToNum:
+      return resolve<scalar::NanToNum, 1>(in, step.dtype, "nan_to_num");
+    case FusedOp::IsClose:
+      return resolve<scalar::IsClose, 2>(in, step.dtype, "isclose");
+    case FusedOp::Select:
+      return dispatch_bytes(step.dtype, [](auto tag) -> StepFn {
+        return &select_step<typename decltype(tag)::type>;
+      });
+    case FusedOp::AsType:
+      return &astype_step;
+    case FusedOp::Broadcast:
+    case FusedOp::Copy:
+      return nullptr;
+  }
+  throw std::logic_error("[compile] unknown fused op (bug)");
+}
+
+// n elements of a strided input from flat output index `start` on.
+template <typename T>
+void gather(const T* src, const Shape& shape, const Strides& st, int64_t start, int64_t n,
+            T* dst) {
+  const int nd = static_cast<int>(shape.size());
+  int64_t idx_small[16];
+  std::vector<int64_t> idx_large(nd > 16 ? nd : 0);
+  int64_t* idx = nd > 16 ? idx_large.data() : idx_small;
+  int64_t loc = 0, r = start;
+  for (int d = nd - 1; d >= 0; --d) {
+    idx[d] = r % shape[d];
+    r /= shape[d];
+    loc += idx[d] * st[d];
+  }
+  const int64_t inner = shape[nd - 1], step = st[nd - 1];
+  for (int64_t done = 0; done < n;) {
+    const int64_t m = std::min(n - done, inner - idx[nd - 1]);
+    const T* p = src + loc;
+    if (step == 1) {
+      std::memcpy(dst + done, p, m * sizeof(T));
+    } else {
+      for (int64_t k = 0; k < m; ++k) dst[done + k] = p[k * step];
+    }
+    done += m;
+    loc += m * step;
+    idx[nd - 1] += m;
+    if (idx[nd - 1] < inner) continue;
+    loc -= inner * step;
+    idx[nd - 1] = 0;
+    for (int d = nd - 2; d >= 0; --d) {
+      loc += st[d];
+      if (++idx[d] < shape[d]) break;
+      loc -= shape[d] * st[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+// Where each register lives during a block (Note [Fused interpreter]).
+struct Plan {
+  enum Kind : uint8_t { in_place, gathered, filled, computed, alias, output };
+  struct Register {
+    Kind kind;
+    int slot = -1;       // buffer (gathered, filled, computed)
+    uint32_t source = 0;  // alias: the register it renames
+    size_t itemsize = 0;
+  };
+  std::vector<Register> regs;
+  std::vector<StepFn> fns;
+  std::vector<Dtype> in_dtypes;
+  int slots = 0;
+  int64_t block = 0;  // elements
+};
+
+Plan make_plan(const FusedProgram& prog, const FusedLayout& layout,
+               const std::vector<array>& inputs, const Compiled& c) {
+  Plan plan;
+  const uint32_t n_in = prog.num_inputs;
+  const uint32_t n_regs = n_in + static_cast<uint32_t>(prog.steps.size());
+  // The register that holds each register's data (a Broadcast renames its
+  // operand's), and the last step that reads it.
+  std::vector<uint32_t> owner(n_regs);
+  std::vector<size_t> last_read(n_regs, 0);
+  for (uint32_t r = 0; r < n_regs; ++r) {
+    const bool renames = r >= n_in && Compiled::renames(prog.steps[r - n_in].op);
+    owner[r] = renames ? owner[prog.steps[r - n_in].args[0]] : r;
+  }
+  for (size_t j = 0; j < prog.steps.size(); ++j) {
+    for (uint32_t r : prog.steps[j].args) last_read[owner[r]] = j;
+  }
+  size_t widest = 1;
+  for (uint32_t r = 0; r < n_regs; ++r) widest = std::max<size_t>(widest, c.register_dtype(inputs, r).size);
+  plan.block = kBlockBytes / static_cast<int64_t>(widest);
+
+  std::vector<int> free_slots;
+  auto take = [&] {
+    if (free_slots.empty()) return plan.slots++;
+    int s = free_slots.back();
+    free_slots.pop_back();
+    return s;
+  };
+  plan.regs.resize(n_regs);
+  for (uint32_t k = 0; k < n_in; ++k) {
+    auto& reg = plan.regs[k];
+    reg.itemsize = inputs[k].itemsize();
+    reg.kind = layout.access[k] == FusedAccess::linear   ? Plan::in_place
+               : layout.access[k] == FusedAccess::scalar ? Plan::filled
+                                                         : Plan::gathered;
+    if (reg.kind != Plan::in_place) reg.slot = take();
+  }
+  for (size_t j = 0; j < prog.steps.size(); ++j) {
+    const FusedStep& step = prog.steps[j];
+    const uint32_t r = n_in + static_cast<uint32_t>(j);
+    auto& reg = plan.regs[r];
+    reg.itemsize = step.dtype.size;
+    const uint32_t operand = step.op == FusedOp::Select ? step.args[1] : step.args[0];
+    Dtype in = c.register_dtype(inputs, operand);
+    plan.in_dtypes.push_back(in);
+    plan.fns.push_back(step_fn(step, in));
+    if (Compiled::renames(step.op)) {
+      reg.kind = Plan::alias;
+      reg.source = owner[r];
+    } else if (j + 1 == prog.steps.size()) {
+      reg.kind = Plan::output;
+    } else {
+      reg.kind = Plan::computed;
+      reg.slot = take();
+    }
+    // A buffer whose last reader is this step is free for the next steps
+    // (a scalar input keeps its buffer: it is filled once per thread).
+    for (uint32_t a : step.args) {
+      const auto& o = plan.regs[owner[a]];
+      if (last_read[owner[a]] == j && o.slot >= 0 && o.kind != Plan::filled &&
+          std::find(free_slots.begin(), free_slots.end(), o.slot) == free_slots.end()) {
+        free_slots.push_back(o.slot);
+      }
+    }
+  }
+  if (plan.regs.back().kind != Plan::output) {
+    throw std::logic_error("[compile] a fused program ends in a renaming step (bug)");
+  }
+  return plan;
+}
+
+}  // namespace
+
+void Compiled::eval_cpu(const std::vector<array>& inputs, array& out) {
+  out.set_data(allocator::malloc(out.nbytes()));
+  if (out.size() == 0) return;
+  const FusedLayout layout = fused_layout(out.shape(), inputs);
+  const Plan plan = make_plan(program_, layout, inputs, *this);
+  const uint32_t n_in = program_.num_inputs;
+  const int64_t size = layout.size;
+  const int64_t blocks = (size + plan.block - 1) / plan.block;
+  char* dst = static_cast<char*>(out.raw_data());
+  cpu::parallel_for(blocks, std::max<int64_t>(1, kGrainElements / plan.block), [&](int64_t b0,
+                                                                                 int64_t b1) {
+    std::unique_ptr<char[]> memory(new char[plan.slots * kBlockBytes + 64]);
+    char* base = memory.get() + (64 - reinterpret_cast<std::uintptr_t>(memory.get()) % 64) % 64;
+    auto slot = [&](int s) { return base + s * kBlockBytes; };
+    std::vector<const void*> ptr(plan.regs.size());
+    for (uint32_t k = 0; k < n_in; ++k) {
+      if (plan.regs[k].kind != Plan::filled) continue;
+      const char* v = static_cast<const char*>(inputs[k].raw_data());
+      const size_t w = plan.regs[k].itemsize;
+      for (int64_t i = 0; i < plan.block; ++i) std::memcpy(slot(plan.regs[k].slot) + i * w, v, w);
+      ptr[k] = slot(plan.regs[k].slot);
+    }
+    const void* args[3];
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t start = b * plan.block;
+      const int64_t n = std::min(plan.block, size - start);
+      for (uint32_t k = 0; k < n_in; ++k) {
+        const auto& reg = plan.regs[k];
+        const char* src = static_cast<const char*>(inputs[k].raw_data());
+        if (reg.kind == Plan::in_place) {
+          ptr[k] = src + start * reg.itemsize;
+        } else if (reg.kind == Plan::gathered) {
+          dispatch_bytes(inputs[k].dtype(), [&](auto tag) {
+            using T = typename decltype(tag)::type;
+            gather(reinterpret_cast<const T*>(src), layout.shape, layout.strides[k], start, n,
+                   reinterpret_cast<T*>(slot(reg.slot)));
+          });
+          ptr[k] = slot(reg.slot);
+        }
+      }
+      for (size_t j = 0; j < program_.steps.size(); ++j) {
+        const FusedStep& step = program_.steps[j];
+        const auto& reg = plan.regs[n_in + j];
+        if (reg.kind == Plan::alias) {
+          ptr[n_in + j] = ptr[reg.source];
+          continue;
+        }
+        for (size_t a = 0; a < step.args.size(); ++a) args[a] = ptr[step.args[a]];
+        void* o = reg.kind == Plan::output ? dst + start * reg.itemsize : slot(reg.slot);
+        plan.fns[j](args, o, n, step, plan.in_dtypes[j]);
+        ptr[n_in + j] = o;
+      }
+    }
+  });
+}
+
+}  // namespace tessera
