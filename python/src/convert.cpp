@@ -601,6 +601,26 @@ Shape to_shape(nb::handle v, const char* op) {
 
 namespace tessera::python {
 
+void rethrow_named(const char* name) {
+  // See Note [Errors name the function called].
+  auto renamed = [name](const std::exception& e) {
+    std::string what = e.what();
+    const std::string conversion = "[array] ";
+    return what.rfind(conversion, 0) == 0 && std::strcmp(name, "array") != 0
+               ? "[" + std::string(name) + "] " + what.substr(conversion.size())
+               : std::optional<std::string>();
+  };
+  try {
+    throw;
+  } catch (const std::invalid_argument& e) {
+    if (auto what = renamed(e)) throw std::invalid_argument(*what);
+    throw;
+  } catch (const std::overflow_error& e) {
+    if (auto what = renamed(e)) throw std::overflow_error(*what);
+    throw;
+  }
+}
+
 const char* positional_only_signature(const std::string& doc, size_t n) {
   static std::deque<std::string> signatures;
   std::string line = doc.substr(0, doc.find('\n'));

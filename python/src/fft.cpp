@@ -110,9 +110,9 @@ void init_fft(nb::module_& parent) {
     }
     return nb::make_tuple(steps, report);
   }, "subscripts"_a, "operands"_a);
-  parent.def("kron", [](nb::handle a, nb::handle b, StreamArg s) {
+  parent.def("kron", named("kron", [](nb::handle a, nb::handle b, StreamArg s) {
     return kron(to_array(a), to_array(b), s);
-  }, "a"_a, "b"_a, nb::kw_only(), "stream"_a = nb::none());
+  }), "a"_a, "b"_a, nb::kw_only(), "stream"_a = nb::none());
   std::vector<std::pair<const char*, array (*)(int, StreamOrDevice)>> windows = {
       {"hanning", &hanning}, {"hamming", &hamming}, {"blackman", &blackman},
       {"bartlett", &bartlett}};

@@ -254,19 +254,20 @@ nb::object load(nb::handle file, std::optional<std::string> format, bool return_
 }  // namespace
 
 void init_io(nb::module_& m) {
-  m.def("save", [](nb::handle file, nb::handle arr) {
+  m.def("save", named("save", [](nb::handle file, nb::handle arr) {
     array a = to_array(arr);
     save_to(file, "save", ".npy", [&](io::Writer& out) { io::write_npy(out, a); });
-  }, "file"_a, "arr"_a,
+  }), "file"_a, "arr"_a,
         "Saves an array in the .npy format (\".npy\" is appended to a path without it).");
-  m.def("savez", [](nb::handle file, nb::args args, nb::kwargs kwargs) {
+  m.def("savez", named("savez", [](nb::handle file, nb::args args, nb::kwargs kwargs) {
     savez(file, args, kwargs, false);
-  }, "file"_a, "args"_a, "kwargs"_a,
+  }), "file"_a, "args"_a, "kwargs"_a,
         "Saves arrays uncompressed in the .npz format: positional ones as arr_0, arr_1, ..., "
         "keyword ones under their names (\".npz\" is appended to a path without it).");
-  m.def("savez_compressed", [](nb::handle file, nb::args args, nb::kwargs kwargs) {
+  m.def("savez_compressed", named("savez_compressed", [](nb::handle file, nb::args args,
+                                                         nb::kwargs kwargs) {
     savez(file, args, kwargs, true);
-  }, "file"_a, "args"_a, "kwargs"_a, "savez with deflate compression.");
+  }), "file"_a, "args"_a, "kwargs"_a, "savez with deflate compression.");
   m.def("save_safetensors", [](nb::handle file, nb::handle arrays, nb::handle metadata) {
     auto entries = arrays_of(arrays, "save_safetensors");
     io::Entries<std::string> meta;

@@ -15,15 +15,9 @@ std::vector<array> to_array_list(nb::handle seq) {
 
 // reshape(*shape) / transpose(*axes): one sequence or separate ints.
 std::vector<int> varargs_ints(const nb::args& args, const char* op) {
-  if (args.size() == 1 && !PyLong_Check(args[0].ptr())) {
-    Shape s = to_shape(args[0], op);
-    return std::vector<int>(s.begin(), s.end());
-  }
-  std::vector<int> v;
-  for (nb::handle e : args) {
-    v.push_back(PyLong_Check(e.ptr()) ? to_shape_elem(e, op) : nb::cast<int>(e));
-  }
-  return v;
+  bool one_sequence = args.size() == 1 && !PyLong_Check(args[0].ptr());
+  Shape s = to_shape(one_sequence ? nb::handle(args[0]) : nb::handle(args), op);
+  return std::vector<int>(s.begin(), s.end());
 }
 
 std::vector<array> split_impl(const array& a, nb::handle ios, int axis, StreamArg s) {
@@ -172,9 +166,15 @@ void init_shape(nb::module_& m, ArrayClass& cls) {
     if (!axis) return roll(x, sh, s);
     return roll(x, sh, to_vec(*axis), s);
   }, "a"_a, pos_only(), "shift"_a, "axis"_a = nb::none(), kw, "stream"_a = nb::none());
-  m.def("atleast_1d", [](nb::args a, StreamArg s) { return atleast(a, s, &atleast_1d); }, "arys"_a, "stream"_a = nb::none());
-  m.def("atleast_2d", [](nb::args a, StreamArg s) { return atleast(a, s, &atleast_2d); }, "arys"_a, "stream"_a = nb::none());
-  m.def("atleast_3d", [](nb::args a, StreamArg s) { return atleast(a, s, &atleast_3d); }, "arys"_a, "stream"_a = nb::none());
+  m.def("atleast_1d", named("atleast_1d", [](nb::args a, StreamArg s) {
+    return atleast(a, s, &atleast_1d);
+  }), "arys"_a, "stream"_a = nb::none());
+  m.def("atleast_2d", named("atleast_2d", [](nb::args a, StreamArg s) {
+    return atleast(a, s, &atleast_2d);
+  }), "arys"_a, "stream"_a = nb::none());
+  m.def("atleast_3d", named("atleast_3d", [](nb::args a, StreamArg s) {
+    return atleast(a, s, &atleast_3d);
+  }), "arys"_a, "stream"_a = nb::none());
   m.def("diagonal", [](nb::handle a, int offset, int axis1, int axis2, StreamArg s) {
     return diagonal(to_array(a), offset, axis1, axis2, s);
   }, "a"_a, "offset"_a = 0, "axis1"_a = 0, "axis2"_a = 1, "stream"_a = nb::none());

@@ -122,11 +122,11 @@ def test_shape_entries_beyond_int32_raise_overflow_error(make):
 
 
 def test_shapes_whose_size_overflows_raise():
-    with pytest.raises(ValueError, match=r"\[array\].*overflows"):
+    with pytest.raises(ValueError, match=r"\[broadcast_to\].*overflows"):
         mx.broadcast_to(mx.ones(1), (4, 2**31 - 1, 2**31 - 1))
-    with pytest.raises(ValueError, match=r"\[array\].*overflows"):
+    with pytest.raises(ValueError, match=r"\[broadcast_to\].*overflows"):
         mx.broadcast_to(mx.ones(1), (2**31 - 1,) * 3)
-    with pytest.raises(ValueError, match=r"\[array\].*overflows"):
+    with pytest.raises(ValueError, match=r"\[(array|zeros)\].*overflows"):
         mx.zeros((2**31 - 1, 2**31 - 1, 2**31 - 1))
     still_works()
 

@@ -60,6 +60,10 @@ class _Pool(Module):
                 f"padding={self._padding}")
 
     def __call__(self, x):
+        n = len(self._kernel_size)
+        if x.ndim != n + 2:
+            raise ValueError(f"[{type(self).__name__}] expected an input of {n + 2} dims "
+                             f"(N, *spatial, C) but got shape {x.shape}")
         if any(p > 0 for p in self._padding):
             pad = [(0, 0)] + [(p, p) for p in self._padding] + [(0, 0)]
             x = mx.pad(x, pad, constant_values=self._padding_value)
