@@ -116,6 +116,11 @@ void func_extra_apply(F&, pos_only, size_t&) {}  // found by ADL from nanobind: 
 // docstring that nanobind rendered, with ", /" after its first n parameters.
 const char* positional_only_signature(const std::string& doc, size_t n);
 
+// Calls f on each leaf of a tree of lists, tuples and dicts (a dict's values),
+// depth first, without recursion: any depth works, and a container that holds
+// itself raises std::invalid_argument "[op] the argument contains itself ...".
+void for_each_leaf(nb::handle tree, const char* op, const std::function<void(nb::handle)>& f);
+
 // Note [Errors name the function called]
 // Converting an argument (to_array, to_shape, ...) reports a bad value under
 // "[array]", the conversion's name. A function bound with def() catches such

@@ -48,14 +48,10 @@ bool kind_matches(Dtype t, const std::string& kind) {
 }
 
 // Arrays in a tree of lists, tuples and dicts (other leaves ignored).
-void collect_arrays(nb::handle tree, std::vector<array>& out) {
-  if (nb::isinstance<array>(tree)) {
-    out.push_back(nb::cast<array>(tree));
-  } else if (PyList_Check(tree.ptr()) || PyTuple_Check(tree.ptr())) {
-    for (nb::handle e : tree) collect_arrays(e, out);
-  } else if (PyDict_Check(tree.ptr())) {
-    for (auto [k, v] : nb::borrow<nb::dict>(tree)) collect_arrays(v, out);
-  }
+void collect_arrays(nb::handle tree, std::vector<array>& out, const char* op) {
+  for_each_leaf(tree, op, [&](nb::handle leaf) {
+    if (nb::isinstance<array>(leaf)) out.push_back(nb::cast<array>(leaf));
+  });
 }
 
 struct PyStreamContext {
@@ -283,13 +279,13 @@ void init_devices(nb::module_& m) {
 
   m.def("eval", [](nb::args args) {
     std::vector<array> outs;
-    collect_arrays(args, outs);
+    collect_arrays(args, outs, "eval");
     nb::gil_scoped_release nogil;
     eval(std::move(outs));
   });
   m.def("async_eval", [](nb::args args) {
     std::vector<array> outs;
-    collect_arrays(args, outs);
+    collect_arrays(args, outs, "async_eval");
     nb::gil_scoped_release nogil;
     async_eval(std::move(outs));
   });

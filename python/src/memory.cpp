@@ -9,19 +9,16 @@ namespace {
 
 // The buffers of the arrays among the leaves of a tree (lists, tuples, dicts).
 void collect_buffers(nb::handle tree, std::unordered_set<const void*>& seen, size_t& total) {
-  if (nb::isinstance<array>(tree)) {
-    const array& a = nb::cast<const array&>(tree);
+  for_each_leaf(tree, "get_array_buffer_size", [&](nb::handle leaf) {
+    if (!nb::isinstance<array>(leaf)) return;
+    const array& a = nb::cast<const array&>(leaf);
     if (!a.is_available()) {
       throw std::invalid_argument(
           "[get_array_buffer_size] arrays must be evaluated before their buffers are measured");
     }
     const void* key = a.buffer().storage();
     if (key && seen.insert(key).second) total += a.buffer().size();
-  } else if (nb::isinstance<nb::list>(tree) || nb::isinstance<nb::tuple>(tree)) {
-    for (nb::handle x : tree) collect_buffers(x, seen, total);
-  } else if (nb::isinstance<nb::dict>(tree)) {
-    for (auto [k, v] : nb::borrow<nb::dict>(tree)) collect_buffers(v, seen, total);
-  }
+  });
 }
 
 }  // namespace

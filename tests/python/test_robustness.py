@@ -63,6 +63,32 @@ def test_nested_lists_too_deep_or_containing_themselves_raise():
     still_works()
 
 
+def test_eval_of_trees_that_contain_themselves_raises_and_deep_trees_evaluate():
+    x = [mx.ones(2)]
+    x.append(x)
+    d = {"a": mx.ones(1)}
+    d["self"] = d
+    for f, name in ((mx.eval, "eval"), (mx.async_eval, "async_eval")):
+        for tree in (x, d, (1, [x])):
+            with pytest.raises(ValueError, match=rf"\[{name}\] the argument contains itself"):
+                f(tree)
+    mx.eval(x[0])
+    with pytest.raises(ValueError, match=r"\[get_array_buffer_size\] the argument contains"):
+        mx.get_array_buffer_size(x)
+    # A list held twice is not a cycle; 200,000 levels of lists evaluate.
+    shared = [mx.arange(3) + 1]
+    mx.eval([shared, shared], {"k": (shared,)})
+    deep = [mx.arange(3) * 2]
+    for _ in range(200000):
+        deep = [deep]
+    mx.eval(deep)
+    leaf = deep
+    while isinstance(leaf, list):
+        leaf = leaf[0]
+    assert leaf.tolist() == [0, 2, 4]
+    still_works()
+
+
 def test_set_printoptions_is_bounded():
     before = mx.get_printoptions().precision
     try:
