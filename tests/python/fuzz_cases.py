@@ -17,6 +17,7 @@ Run with an interpreter that has MLX, this file checks the table itself:
 lists every case where MLX does not do what the table records.
 """
 
+import builtins
 import os
 import tempfile
 
@@ -1105,6 +1106,118 @@ ok(
     lambda: mx.dequantize(*mx.quantize(mx.ones((2, 64)), 64, 4), 64, 4),
     lambda: np.ones((2, 64), np.float32),
 )
+
+
+# ---- dtypes through unary ops and reductions -----------------------------------
+
+# What each op gives for an int32 [1, 2], a bool [True, False], a complex64
+# [1+1j, 2], a uint8 [1, 2], a float16 [1, 2], a float32 of shape (0, 3) and a
+# float32 scalar: "dtype(shape)" or the exception kind; UNARY_MLX lists where
+# MLX does otherwise.
+UNARY = {
+    "abs": "int32(2) bool(2) float32(2) uint8(2) float16(2) float32(0,3) float32()",
+    "arccos": "float32(2) float32(2) complex64(2) float32(2) float16(2) float32(0,3) float32()",
+    "arccosh": "float32(2) float32(2) complex64(2) float32(2) float16(2) float32(0,3) float32()",
+    "arcsin": "float32(2) float32(2) complex64(2) float32(2) float16(2) float32(0,3) float32()",
+    "arcsinh": "float32(2) float32(2) complex64(2) float32(2) float16(2) float32(0,3) float32()",
+    "arctan": "float32(2) float32(2) complex64(2) float32(2) float16(2) float32(0,3) float32()",
+    "arctanh": "float32(2) float32(2) complex64(2) float32(2) float16(2) float32(0,3) float32()",
+    "ceil": "int32(2) bool(2) ValueError uint8(2) float16(2) float32(0,3) float32()",
+    "conjugate": "int32(2) bool(2) complex64(2) uint8(2) float16(2) float32(0,3) float32()",
+    "cos": "float32(2) float32(2) complex64(2) float32(2) float16(2) float32(0,3) float32()",
+    "cosh": "float32(2) float32(2) complex64(2) float32(2) float16(2) float32(0,3) float32()",
+    "degrees": "float32(2) float32(2) ValueError float32(2) float16(2) float32(0,3) float32()",
+    "erf": "float32(2) float32(2) ValueError float32(2) float16(2) float32(0,3) float32()",
+    "erfinv": "float32(2) float32(2) ValueError float32(2) float16(2) float32(0,3) float32()",
+    "exp": "float32(2) float32(2) complex64(2) float32(2) float16(2) float32(0,3) float32()",
+    "expm1": "float32(2) float32(2) complex64(2) float32(2) float16(2) float32(0,3) float32()",
+    "floor": "int32(2) bool(2) ValueError uint8(2) float16(2) float32(0,3) float32()",
+    "imag": "int32(2) bool(2) float32(2) uint8(2) float16(2) float32(0,3) float32()",
+    "isfinite": "bool(2) bool(2) bool(2) bool(2) bool(2) bool(0,3) bool()",
+    "isinf": "bool(2) bool(2) bool(2) bool(2) bool(2) bool(0,3) bool()",
+    "isnan": "bool(2) bool(2) bool(2) bool(2) bool(2) bool(0,3) bool()",
+    "isneginf": "bool(2) bool(2) bool(2) bool(2) bool(2) bool(0,3) bool()",
+    "isposinf": "bool(2) bool(2) bool(2) bool(2) bool(2) bool(0,3) bool()",
+    "log": "float32(2) float32(2) complex64(2) float32(2) float16(2) float32(0,3) float32()",
+    "log10": "float32(2) float32(2) complex64(2) float32(2) float16(2) float32(0,3) float32()",
+    "log1p": "float32(2) float32(2) complex64(2) float32(2) float16(2) float32(0,3) float32()",
+    "log2": "float32(2) float32(2) complex64(2) float32(2) float16(2) float32(0,3) float32()",
+    "logical_not": "bool(2) bool(2) bool(2) bool(2) bool(2) bool(0,3) bool()",
+    "negative": "int32(2) ValueError complex64(2) uint8(2) float16(2) float32(0,3) float32()",
+    "radians": "float32(2) float32(2) ValueError float32(2) float16(2) float32(0,3) float32()",
+    "real": "int32(2) bool(2) float32(2) uint8(2) float16(2) float32(0,3) float32()",
+    "reciprocal": "float32(2) float32(2) complex64(2) float32(2) float16(2) float32(0,3) float32()",
+    "round": "int32(2) bool(2) complex64(2) uint8(2) float16(2) float32(0,3) float32()",
+    "rsqrt": "float32(2) float32(2) complex64(2) float32(2) float16(2) float32(0,3) float32()",
+    "sigmoid": "float32(2) float32(2) complex64(2) float32(2) float16(2) float32(0,3) float32()",
+    "sign": "int32(2) bool(2) complex64(2) uint8(2) float16(2) float32(0,3) float32()",
+    "sin": "float32(2) float32(2) complex64(2) float32(2) float16(2) float32(0,3) float32()",
+    "sinh": "float32(2) float32(2) complex64(2) float32(2) float16(2) float32(0,3) float32()",
+    "sqrt": "float32(2) float32(2) complex64(2) float32(2) float16(2) float32(0,3) float32()",
+    "square": "int32(2) bool(2) complex64(2) uint8(2) float16(2) float32(0,3) float32()",
+    "stop_gradient": "int32(2) bool(2) complex64(2) uint8(2) float16(2) float32(0,3) float32()",
+    "tan": "float32(2) float32(2) complex64(2) float32(2) float16(2) float32(0,3) float32()",
+    "tanh": "float32(2) float32(2) complex64(2) float32(2) float16(2) float32(0,3) float32()",
+    "bitwise_invert": "int32(2) bool(2) ValueError uint8(2) ValueError ValueError ValueError",
+    "softmax": "float32(2) float32(2) ValueError float32(2) float16(2) float32(0,3) float32()",
+    "sort": "int32(2) bool(2) ValueError uint8(2) float16(2) float32(0,3) IndexError",
+    "argsort": "uint32(2) uint32(2) ValueError uint32(2) uint32(2) uint32(0,3) IndexError",
+    "cumsum": "int32(2) int32(2) complex64(2) uint8(2) float16(2) float32(0) float32(1)",
+    "cumprod": "int32(2) bool(2) complex64(2) uint8(2) float16(2) float32(0) float32(1)",
+    "cummax": "int32(2) bool(2) ValueError uint8(2) float16(2) float32(0) float32(1)",
+    "logsumexp": "float32() float32() ValueError float32() float16() float32() float32()",
+    "sum": "int32() int32() complex64() uint32() float16() float32() float32()",
+    "prod": "int32() int32() complex64() uint32() float16() float32() float32()",
+    "mean": "float32() float32() complex64() float32() float16() float32() float32()",
+    "var": "float32() float32() float32() float32() float16() float32() float32()",
+    "max": "int32() bool() complex64() uint8() float16() ValueError float32()",
+    "argmax": "uint32() uint32() uint32() uint32() uint32() ValueError uint32()",
+    "all": "bool() bool() bool() bool() bool() bool() bool()",
+    "any": "bool() bool() bool() bool() bool() bool() bool()",
+    "transpose": "int32(2) bool(2) complex64(2) uint8(2) float16(2) float32(3,0) float32()",
+    "flatten": "int32(2) bool(2) complex64(2) uint8(2) float16(2) float32(0) float32(1)",
+    "squeeze": "int32(2) bool(2) complex64(2) uint8(2) float16(2) float32(0,3) float32()",
+    "zeros_like": "int32(2) bool(2) complex64(2) uint8(2) float16(2) float32(0,3) float32()",
+    "ones_like": "int32(2) bool(2) complex64(2) uint8(2) float16(2) float32(0,3) float32()",
+}
+UNARY_INPUTS = {
+    "int32": lambda: mx.array([1, 2], mx.int32),
+    "bool": lambda: mx.array([True, False]),
+    "complex64": lambda: mx.array([1 + 1j, 2]),
+    "uint8": lambda: mx.array([1, 2], mx.uint8),
+    "float16": lambda: mx.array([1, 2], mx.float16),
+    "empty": lambda: mx.zeros((0, 3)),
+    "scalar": lambda: mx.array(0.5),
+}
+# MLX takes complex input to the sorts, cummax, degrees/radians, softmax and
+# logsumexp, refuses it in expm1 and sigmoid, and refuses logsumexp of an empty
+# array (Tessera: -inf).
+UNARY_MLX = {
+    "degrees/complex64": OK,
+    "expm1/complex64": ValueError,
+    "radians/complex64": OK,
+    "sigmoid/complex64": ValueError,
+    "softmax/complex64": OK,
+    "sort/complex64": OK,
+    "argsort/complex64": OK,
+    "cummax/complex64": OK,
+    "logsumexp/complex64": OK,
+    "logsumexp/empty": ValueError,
+}
+
+
+def dtype_and_shape(x):
+    return f"{str(x.dtype).split('.')[-1].rstrip('_')}({','.join(map(str, x.shape))})"
+
+
+for op, outcomes in UNARY.items():
+    for (name, make), outcome in zip(UNARY_INPUTS.items(), outcomes.split()):
+        call = lambda op=op, make=make: dtype_and_shape(getattr(mx, op)(make()))  # noqa: E731
+        mlx_does = UNARY_MLX.get(f"{op}/{name}")
+        if outcome.endswith(")"):
+            ok(f"dtype_{op}_of_{name}", call, lambda outcome=outcome: outcome, mlx=mlx_does)
+        else:
+            err(f"dtype_{op}_of_{name}", getattr(builtins, outcome), op, call, mlx=mlx_does)
 
 
 # ---- memory and streams -------------------------------------------------------
