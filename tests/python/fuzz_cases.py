@@ -1220,6 +1220,83 @@ for op, outcomes in UNARY.items():
             err(f"dtype_{op}_of_{name}", getattr(builtins, outcome), op, call, mlx=mlx_does)
 
 
+# What each binary op gives for the pairs of BINARY_INPUTS (promotion, weak Python
+# scalars, empty with 0-d): "dtype(shape)" or the exception kind; BINARY_MLX
+# lists where MLX does otherwise.
+BINARY = {
+    "add": "float16(2) bool(2) int16(2) int64(2) complex64(2) float32(2) float32(2) uint8(2) float16(2) float32(0,2)",
+    "subtract": "float16(2) ValueError int16(2) int64(2) complex64(2) float32(2) float32(2) uint8(2) float16(2) float32(0,2)",
+    "multiply": "float16(2) bool(2) int16(2) int64(2) complex64(2) float32(2) float32(2) uint8(2) float16(2) float32(0,2)",
+    "divide": "float16(2) float32(2) float32(2) float32(2) complex64(2) float32(2) float32(2) float32(2) float16(2) float32(0,2)",
+    "floor_divide": "float16(2) bool(2) int16(2) int64(2) ValueError float32(2) float32(2) uint8(2) float16(2) float32(0,2)",
+    "remainder": "float16(2) bool(2) int16(2) int64(2) ValueError float32(2) float32(2) uint8(2) float16(2) float32(0,2)",
+    "power": "float16(2) bool(2) int16(2) int64(2) complex64(2) float32(2) float32(2) uint8(2) float16(2) float32(0,2)",
+    "maximum": "float16(2) bool(2) int16(2) int64(2) complex64(2) float32(2) float32(2) uint8(2) float16(2) float32(0,2)",
+    "minimum": "float16(2) bool(2) int16(2) int64(2) complex64(2) float32(2) float32(2) uint8(2) float16(2) float32(0,2)",
+    "arctan2": "float16(2) float32(2) float32(2) float32(2) ValueError float32(2) float32(2) float32(2) float16(2) float32(0,2)",
+    "logaddexp": "float16(2) float32(2) float32(2) float32(2) complex64(2) float32(2) float32(2) float32(2) float16(2) float32(0,2)",
+    "equal": "bool(2) bool(2) bool(2) bool(2) bool(2) bool(2) bool(2) bool(2) bool(2) bool(0,2)",
+    "less": "bool(2) bool(2) bool(2) bool(2) bool(2) bool(2) bool(2) bool(2) bool(2) bool(0,2)",
+    "greater_equal": "bool(2) bool(2) bool(2) bool(2) bool(2) bool(2) bool(2) bool(2) bool(2) bool(0,2)",
+    "logical_and": "bool(2) bool(2) bool(2) bool(2) bool(2) bool(2) bool(2) bool(2) bool(2) bool(0,2)",
+    "logical_or": "bool(2) bool(2) bool(2) bool(2) bool(2) bool(2) bool(2) bool(2) bool(2) bool(0,2)",
+    "bitwise_and": "ValueError bool(2) int16(2) int64(2) ValueError ValueError ValueError uint8(2) ValueError ValueError",
+    "left_shift": "ValueError uint8(2) int16(2) int64(2) ValueError ValueError ValueError uint8(2) ValueError ValueError",
+    "matmul": "float16() ValueError ValueError ValueError complex64() float32() ValueError ValueError ValueError ValueError",
+    "inner": "float16() ValueError ValueError ValueError complex64() float32() float32(2) int32(2) float16(2) float32(0,2)",
+    "outer": "float16(2,2) bool(2,2) int16(2,2) int64(2,2) complex64(2,2) float32(2,2) float32(2,1) int32(2,1) float16(2,1) float32(0,1)",
+}
+BINARY_INPUTS = {
+    "int32_float16": (lambda: mx.array([1, 2], mx.int32), lambda: mx.array([1, 2], mx.float16)),
+    "bool_bool": (lambda: mx.array([True, False]), lambda: mx.array([True, True])),
+    "uint8_int8": (lambda: mx.array([1, 2], mx.uint8), lambda: mx.array([1, 2], mx.int8)),
+    "uint32_int32": (lambda: mx.array([1, 2], mx.uint32), lambda: mx.array([1, 2], mx.int32)),
+    "complex64_float32": (lambda: mx.array([1 + 1j, 2]), lambda: mx.array([1.0, 2.0])),
+    "bfloat16_float16": (lambda: mx.array([1, 2], mx.bfloat16), lambda: mx.array([1, 2], mx.float16)),
+    "int8_pyfloat": (lambda: mx.array([1, 2], mx.int8), lambda: 2.5),
+    "uint8_pyint": (lambda: mx.array([1, 2], mx.uint8), lambda: 3),
+    "float16_pyint": (lambda: mx.array([1, 2], mx.float16), lambda: 3),
+    "empty_scalar": (lambda: mx.zeros((0, 2)), lambda: mx.array(1.0)),
+}
+# MLX subtracts bools and floor-divides complex numbers, raises RuntimeError for
+# bitwise ops on floats, and refuses Python scalars in matmul (TypeError), inner
+# and outer (Tessera converts them).
+BINARY_MLX = {
+    "subtract/bool_bool": OK,
+    "floor_divide/complex64_float32": OK,
+    "bitwise_and/int32_float16": RuntimeError,
+    "bitwise_and/complex64_float32": RuntimeError,
+    "bitwise_and/bfloat16_float16": RuntimeError,
+    "bitwise_and/int8_pyfloat": RuntimeError,
+    "bitwise_and/float16_pyint": RuntimeError,
+    "bitwise_and/empty_scalar": RuntimeError,
+    "left_shift/int32_float16": RuntimeError,
+    "left_shift/complex64_float32": RuntimeError,
+    "left_shift/bfloat16_float16": RuntimeError,
+    "left_shift/int8_pyfloat": RuntimeError,
+    "left_shift/float16_pyint": RuntimeError,
+    "left_shift/empty_scalar": RuntimeError,
+    "matmul/int8_pyfloat": TypeError,
+    "matmul/uint8_pyint": TypeError,
+    "matmul/float16_pyint": TypeError,
+    "inner/int8_pyfloat": TypeError,
+    "inner/uint8_pyint": TypeError,
+    "inner/float16_pyint": TypeError,
+    "outer/int8_pyfloat": TypeError,
+    "outer/uint8_pyint": TypeError,
+    "outer/float16_pyint": TypeError,
+}
+
+for op, outcomes in BINARY.items():
+    for (name, (make_a, make_b)), outcome in zip(BINARY_INPUTS.items(), outcomes.split()):
+        call = lambda op=op, a=make_a, b=make_b: dtype_and_shape(getattr(mx, op)(a(), b()))  # noqa: E731
+        mlx_does = BINARY_MLX.get(f"{op}/{name}")
+        if outcome.endswith(")"):
+            ok(f"dtype_{op}_of_{name}", call, lambda outcome=outcome: outcome, mlx=mlx_does)
+        else:
+            err(f"dtype_{op}_of_{name}", getattr(builtins, outcome), op, call, mlx=mlx_does)
+
+
 # ---- memory and streams -------------------------------------------------------
 
 err("set_memory_limit_negative", ValueError, "set_memory_limit", lambda: mx.set_memory_limit(-1), mlx=TypeError)
