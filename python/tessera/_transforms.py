@@ -98,7 +98,9 @@ def _normalize_argnums(argnums, argnames, op):
     if not nums and not argnames:
         raise ValueError(f"[{op}] no arguments to differentiate: give argnums or argnames")
     for n in nums:
-        if not isinstance(n, int) or n < 0:
+        if not isinstance(n, int):
+            raise TypeError(f"[{op}] argnums must be ints, got {n!r}")
+        if n < 0:
             raise ValueError(f"[{op}] argnums must be non-negative ints, got {n!r}")
     if len(set(nums)) != len(nums):
         raise ValueError(f"[{op}] repeated index in argnums {nums}")

@@ -1297,6 +1297,57 @@ for op, outcomes in BINARY.items():
             err(f"dtype_{op}_of_{name}", getattr(builtins, outcome), op, call, mlx=mlx_does)
 
 
+# ---- keywords of the wrong type -------------------------------------------------
+
+for name, op, call in [
+    ("sum_keepdims_string", "sum", lambda: mx.sum(a23(), keepdims="yes")),
+    ("mean_keepdims_none", "mean", lambda: mx.mean(a23(), keepdims=None)),
+    ("ones_dtype_int", "ones", lambda: mx.ones(2, dtype=3)),
+    ("arange_step_string", "arange", lambda: mx.arange(0, 5, "a")),
+    ("arange_dtype_string", "arange", lambda: mx.arange(5, dtype="int32")),
+    ("linspace_dtype_string", "linspace", lambda: mx.linspace(0, 1, 3, dtype="float32")),
+    ("random_normal_key_string", "normal", lambda: mx.random.normal(shape=(2,), key="k")),
+    ("random_uniform_dtype_string", "uniform", lambda: mx.random.uniform(shape=(2,), dtype="float32")),
+    ("random_randint_shape_string", "randint", lambda: mx.random.randint(0, 5, shape="3")),
+    ("softmax_axis_string", "softmax", lambda: mx.softmax(a23(), axis="1")),
+    ("argmax_keepdims_string", "argmax", lambda: mx.argmax(a23(), keepdims="no")),
+    ("var_ddof_float", "var", lambda: mx.var(a23(), ddof=1.5)),
+    ("cumsum_reverse_string", "cumsum", lambda: mx.cumsum(a23(), reverse="x")),
+    ("sort_axis_list", "sort", lambda: mx.sort(a23(), axis=[0])),
+    ("topk_k_float", "topk", lambda: mx.topk(mx.ones(3), 1.5)),
+    ("take_axis_string", "take", lambda: mx.take(a23(), mx.array([0]), axis="0")),
+    ("pad_width_string", "pad", lambda: mx.pad(a23(), "1")),
+    ("repeat_repeats_float", "repeat", lambda: mx.repeat(a23(), 1.5)),
+    ("tile_reps_string", "tile", lambda: mx.tile(a23(), "2")),
+    ("roll_shift_float", "roll", lambda: mx.roll(a23(), 1.5)),
+    ("split_sections_float", "split", lambda: mx.split(a23(), 1.5)),
+    ("squeeze_axis_string", "squeeze", lambda: mx.squeeze(a23(), axis="0")),
+    ("expand_dims_axis_float", "expand_dims", lambda: mx.expand_dims(a23(), 0.5)),
+    ("transpose_axes_string", "transpose", lambda: mx.transpose(a23(), "01")),
+    ("swapaxes_axis_none", "swapaxes", lambda: mx.swapaxes(a23(), None, 0)),
+    ("concatenate_axis_string", "concatenate", lambda: mx.concatenate([a23()], axis="0")),
+    ("conv1d_stride_string", "conv1d", lambda: mx.conv1d(x1(), w1(), stride="1")),
+    ("conv2d_padding_float", "conv2d", lambda: mx.conv2d(x2(), w2(), padding=1.5)),
+    ("fft_norm_int", "fft", lambda: mx.fft.fft(mx.ones(4), norm=1)),
+    ("norm_ord_list", "norm", lambda: mx.linalg.norm(mx.ones(3), ord=[1])),
+    ("quantize_bits_float", "quantize", lambda: mx.quantize(mx.ones((4, 64)), 64, 4.5)),
+    ("astype_dtype_int", "astype", lambda: a23().astype(3)),
+    ("round_decimals_string", "round", lambda: mx.round(a23(), "1")),
+    ("where_condition_none", "where", lambda: mx.where(None, 1.0, 2.0)),
+    ("einsum_subscripts_int", "einsum", lambda: mx.einsum(3, a23())),
+    ("save_file_none", "save", lambda: mx.save(None, a23())),
+    ("grad_argnums_string", "grad", lambda: mx.grad(lambda x: x.sum(), argnums="0")(mx.ones(2))),
+]:
+    err(name, TypeError, op, call)
+for name, op, call in [
+    ("pad_constant_string", "pad", lambda: mx.pad(a23(), 1, constant_values="x")),
+    ("clip_a_min_string", "clip", lambda: mx.clip(a23(), "0", 1.0)),
+    ("fft_norm_bad", "fft", lambda: mx.fft.fft(mx.ones(4), norm="bad")),
+    ("grad_argnums_negative", "grad", lambda: mx.grad(lambda x: x.sum(), argnums=-1)(mx.ones(2))),
+]:
+    err(name, ValueError, op, call)
+
+
 # ---- memory and streams -------------------------------------------------------
 
 err("set_memory_limit_negative", ValueError, "set_memory_limit", lambda: mx.set_memory_limit(-1), mlx=TypeError)
