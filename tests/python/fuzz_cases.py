@@ -500,6 +500,48 @@ ok(
 )
 err("gather_axis_out_of_range", IndexError, ("take", "gather"), lambda: mx.take(mx.ones(3), mx.array([0]), axis=-2))
 
+
+# Index expressions on a (2, 3, 4) array against NumPy's: each builds its index
+# from a module m (mx or np).
+def a234():
+    return mx.arange(24).reshape(2, 3, 4)
+
+
+def n234():
+    return np.arange(24, dtype=np.int32).reshape(2, 3, 4)
+
+
+for name, key in [
+    ("int", lambda m: 0),
+    ("negative_int", lambda m: -1),
+    ("two_ints", lambda m: (1, 2)),
+    ("ellipsis_int", lambda m: (..., 0)),
+    ("none_int", lambda m: (None, 0)),
+    ("slice_none_int", lambda m: (slice(None), None, 1)),
+    ("step_2", lambda m: slice(None, None, 2)),
+    ("step_minus_1", lambda m: slice(None, None, -1)),
+    ("empty_slice", lambda m: slice(1, 0)),
+    ("clipped_slice", lambda m: slice(-100, 100)),
+    ("three_slices", lambda m: (slice(None), slice(None, None, -2), slice(1, None))),
+    ("list", lambda m: [0, 1]),
+    ("nested_list", lambda m: [[0], [1]]),
+    ("negative_list", lambda m: [-1, 0]),
+    ("ellipsis_none", lambda m: (..., None)),
+    ("int_ellipsis_int", lambda m: (0, ..., 1)),
+    ("two_lists", lambda m: ([0, 1], [1, 2])),
+    ("lists_around_slice", lambda m: ([0, 1], slice(None), [1, 2])),
+    ("slice_then_lists", lambda m: (slice(None), [0, 2], [1, 3])),
+    ("array_and_int", lambda m: (m.array([0, 1]), 0)),
+    ("arrays_around_ellipsis", lambda m: (m.array([[1]]), ..., m.array([2]))),
+    ("none_alone", lambda m: None),
+    ("empty_tuple", lambda m: ()),
+    ("scalar_arrays", lambda m: (m.array(1), m.array(2))),
+    ("empty_int_array", lambda m: m.array([], dtype=m.int32)),
+    ("all_slices_none", lambda m: (slice(None),) * 3 + (None,)),
+]:
+    ok(f"index_{name}", lambda key=key: a234()[key(mx)], lambda key=key: n234()[key(np)])
+
+
 # ---- matmul and products -----------------------------------------------------
 
 err("matmul_mismatch", ValueError, "matmul", lambda: mx.ones((2, 3)) @ mx.ones((4, 5)))
