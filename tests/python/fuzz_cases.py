@@ -977,6 +977,46 @@ ok(
     lambda: optim.SGD(0.1).update(nn.Linear(2, 2), {"weight": mx.ones((2, 2))}),
     lambda: None,
 )
+for name, layer, x in [
+    ("Linear_scalar", lambda: nn.Linear(2, 3), lambda: mx.array(1.0)),
+    ("Bilinear_mismatch", lambda: nn.Bilinear(2, 3, 4), lambda: (mx.ones((1, 2)), mx.ones((1, 2)))),
+    ("Conv1d_2d_input", lambda: nn.Conv1d(2, 3, 3), lambda: mx.ones((4, 2))),
+    ("Conv3d_4d_input", lambda: nn.Conv3d(2, 3, 1), lambda: mx.ones((1, 4, 4, 2))),
+    ("ConvTranspose2d_channels", lambda: nn.ConvTranspose2d(2, 3, 3), lambda: mx.ones((1, 5, 5, 4))),
+    ("Embedding_float_indices", lambda: nn.Embedding(4, 2), lambda: mx.array([1.5])),
+    ("LayerNorm_wrong_dims", lambda: nn.LayerNorm(3), lambda: mx.ones((2, 5))),
+    ("GroupNorm_channels", lambda: nn.GroupNorm(2, 4), lambda: mx.ones((1, 3, 6))),
+    ("InstanceNorm_channels", lambda: nn.InstanceNorm(4, affine=True), lambda: mx.ones((1, 3, 3))),
+    ("BatchNorm_channels", lambda: nn.BatchNorm(4), lambda: mx.ones((2, 3, 5))),
+    ("MultiHeadAttention_dims", lambda: nn.MultiHeadAttention(8, 2), lambda: (mx.ones((1, 3, 6)),) * 3),
+    ("AvgPool1d_wrong_ndim", lambda: nn.AvgPool1d(2), lambda: mx.ones((4, 2))),
+    ("MaxPool1d_kernel_too_big", lambda: nn.MaxPool1d(5), lambda: mx.ones((1, 4, 2))),
+    ("RNN_wrong_features", lambda: nn.RNN(3, 4), lambda: mx.ones((2, 5, 6))),
+    ("GRU_wrong_features", lambda: nn.GRU(3, 4), lambda: mx.ones((2, 5, 6))),
+    ("LSTM_wrong_features", lambda: nn.LSTM(3, 4), lambda: mx.ones((2, 5, 6))),
+    ("TransformerEncoder_dims", lambda: nn.TransformerEncoder(1, 8, 2), lambda: (mx.ones((1, 3, 6)), None)),
+]:
+    op = name.split("_")[0]
+    call = lambda layer=layer, x=x: layer()(*(x() if isinstance(x(), tuple) else (x(),)))  # noqa: E731
+    ops = (op, "matmul", "addmm", "conv", "broadcast", "reshape", "take", "index", "layer_norm")
+    err(f"nn_{name}", ValueError, ops, call, mlx=OK if name == "MaxPool1d_kernel_too_big" else None)
+for name, make in [
+    ("SGD_nesterov_without_momentum", lambda: optim.SGD(0.1, nesterov=True)),
+    ("Adam_string_lr", lambda: optim.Adam("fast")),
+]:
+    err(
+        f"optim_{name}",
+        ValueError,
+        (name.split("_")[0], "lr", "learning_rate"),
+        lambda make=make: make().update({"w": mx.ones(2)}, {"w": mx.ones(2)}),
+    )
+err(
+    "optim_update_shape_mismatch",
+    ValueError,
+    ("SGD", "update", "broadcast", "subtract", "multiply"),
+    lambda: optim.SGD(0.1).update({"w": mx.ones(2)}, {"w": mx.ones(3)}),
+)
+
 ok("nn_linear_empty_batch", lambda: nn.Linear(2, 3)(mx.ones((0, 2))).shape, lambda: (0, 3))
 ok("nn_relu_empty", lambda: nn.relu(mx.zeros((0,))), lambda: np.zeros((0,), np.float32))
 ok(
