@@ -164,6 +164,12 @@ auto named(const char* name, F f) {
   return detail::named_errors(name, std::move(f));
 }
 
+// m.def(name, named(name, f), extra...)
+template <typename Func, typename... Extra>
+void def_named(nb::module_& m, const char* name, Func&& f, const Extra&... extra) {
+  m.def(name, named(name, std::decay_t<Func>(std::forward<Func>(f))), extra...);
+}
+
 namespace detail {
 template <bool Unnamed, typename T>
 decltype(auto) annotation(const T& e) {

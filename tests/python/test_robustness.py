@@ -372,3 +372,30 @@ def test_safetensors_bool_bytes_and_bad_headers(tmp_path):
     with pytest.raises(ValueError, match=r"\[save_safetensors\].*__metadata__"):
         mx.save_safetensors(str(tmp_path / "m.safetensors"), {"__metadata__": mx.ones(2)})
     still_works()
+
+
+def test_conversion_errors_name_the_function_called():
+    # Every function of the core modules given a str or an object where an
+    # array is expected names itself (or the op it calls), never the conversion.
+    named_array = []
+    modules = [(mx, ""), (mx.linalg, "linalg."), (mx.fft, "fft."), (mx.random, "random."), (mx.fast, "fast.")]
+    for module, prefix in modules:
+        for name in dir(module):
+            f = getattr(module, name)
+            if name.startswith("_") or not callable(f) or isinstance(f, type) or name in (
+                    "set_default_device", "set_default_stream", "synchronize"):
+                continue
+            for args in (("x",), (mx.ones((2, 2)), "x"), ([object()],)):
+                try:
+                    f(*args)
+                except (ValueError, TypeError, IndexError, OverflowError, RuntimeError) as e:
+                    if str(e).startswith("[array]"):
+                        named_array.append(prefix + name)
+    assert named_array == []
+    with pytest.raises(ValueError, match=r"^\[add\] cannot convert an object of type NoneType"):
+        mx.add(mx.ones(2), None)
+    with pytest.raises(ValueError, match=r"^\[multiply\] cannot convert an object of type str"):
+        mx.ones(2) * "a"
+    with pytest.raises(ValueError, match=r"^\[linalg::inv\]|^\[inv\]"):
+        mx.linalg.inv("x")
+    still_works()
