@@ -1434,6 +1434,26 @@ for name, op, call in [
 
 # ---- memory and streams -------------------------------------------------------
 
+
+def _under_memory_limit(limit, call):
+    old = mx.set_memory_limit(limit)
+    try:
+        return call()
+    finally:
+        mx.set_memory_limit(old)
+
+
+# MLX's CPU build ignores the limit, and crashes on an allocation of 4 TiB.
+err(
+    "memory_limit_exceeded",
+    RuntimeError,
+    "malloc",
+    lambda: _under_memory_limit(1 << 16, lambda: mx.ones((10**6,)).sum().item()),
+    mlx=OK,
+)
+err("allocation_of_4_tib", RuntimeError, "malloc", lambda: mx.ones((2**30, 2**10)).sum().item(), mlx=CRASH)
+ok("memory_limit_restored", lambda: _under_memory_limit(1 << 30, lambda: mx.ones((10**6,)).sum().item()), lambda: 1e6)
+
 err("set_memory_limit_negative", ValueError, "set_memory_limit", lambda: mx.set_memory_limit(-1), mlx=TypeError)
 err("set_cache_limit_string", TypeError, "set_cache_limit", lambda: mx.set_cache_limit("1"))
 err("stream_bad_device", TypeError, ("stream", "device"), lambda: mx.ones(2, stream="cpu"))
