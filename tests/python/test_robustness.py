@@ -374,9 +374,10 @@ def test_safetensors_bool_bytes_and_bad_headers(tmp_path):
     still_works()
 
 
-def test_conversion_errors_name_the_function_called():
+def test_conversion_errors_name_the_function_called(tmp_path, monkeypatch):
     # Every function of the core modules given a str or an object where an
     # array is expected names itself (or the op it calls), never the conversion.
+    monkeypatch.chdir(tmp_path)  # savez("x") writes x.npz
     named_array = []
     modules = [(mx, ""), (mx.linalg, "linalg."), (mx.fft, "fft."), (mx.random, "random."), (mx.fast, "fast.")]
     for module, prefix in modules:
