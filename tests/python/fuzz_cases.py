@@ -17,8 +17,10 @@ Run with an interpreter that has MLX, this file checks the table itself:
 lists every case where MLX does not do what the table records.
 """
 
+import atexit
 import builtins
 import os
+import shutil
 import tempfile
 
 import numpy as np
@@ -56,6 +58,7 @@ def bind(core, nn_module, optim_module):
     mx, nn, optim = core, nn_module, optim_module
     if TMP is None:
         TMP = tempfile.mkdtemp(prefix="fuzz-")
+        atexit.register(shutil.rmtree, TMP, True)
         with open(os.path.join(TMP, "empty.npy"), "wb"):
             pass
         with open(os.path.join(TMP, "junk.npy"), "wb") as f:
