@@ -105,21 +105,26 @@ std::string repr(const array& a) {
 }
 
 // Binary operators: array-like operands, weak scalars (MLX's weak-scalar rule).
+// Their errors name the op (Note [Errors name the function called]).
 template <typename F>
-auto binary(F f) {
-  return [f](const array& a, nb::handle b) { return f(a, operand_with(a, b), StreamOrDevice{}); };
+auto binary(F f, const char* op) {
+  return named(op, [f](const array& a, nb::handle b) {
+    return f(a, operand_with(a, b), StreamOrDevice{});
+  });
 }
 template <typename F>
-auto rbinary(F f) {
-  return [f](const array& a, nb::handle b) { return f(operand_with(a, b), a, StreamOrDevice{}); };
+auto rbinary(F f, const char* op) {
+  return named(op, [f](const array& a, nb::handle b) {
+    return f(operand_with(a, b), a, StreamOrDevice{});
+  });
 }
 template <typename F>
-auto inplace(F f) {
-  return [f](nb::object self, nb::handle b) {
+auto inplace(F f, const char* op) {
+  return named(op, [f](nb::object self, nb::handle b) {
     array& a = nb::cast<array&>(self);
     a = f(a, operand_with(a, b), StreamOrDevice{});
     return self;
-  };
+  });
 }
 
 void check_bitwise(const array& a, nb::handle b, const char* op) {
@@ -325,27 +330,27 @@ ArrayClass init_array(nb::module_& m) {
            "dtype"_a, "stream"_a = nb::none());
 
   // Operators.
-  cls.def("__add__", binary(TESSERA_OP(add)))
-      .def("__radd__", rbinary(TESSERA_OP(add)), "other"_a.none())
-      .def("__iadd__", inplace(TESSERA_OP(add)), "other"_a.none())
-      .def("__sub__", binary(TESSERA_OP(subtract)), "other"_a.none())
-      .def("__rsub__", rbinary(TESSERA_OP(subtract)), "other"_a.none())
-      .def("__isub__", inplace(TESSERA_OP(subtract)), "other"_a.none())
-      .def("__mul__", binary(TESSERA_OP(multiply)), "other"_a.none())
-      .def("__rmul__", rbinary(TESSERA_OP(multiply)), "other"_a.none())
-      .def("__imul__", inplace(TESSERA_OP(multiply)), "other"_a.none())
-      .def("__truediv__", binary(TESSERA_OP(divide)), "other"_a.none())
-      .def("__rtruediv__", rbinary(TESSERA_OP(divide)), "other"_a.none())
-      .def("__itruediv__", inplace(idivide), "other"_a.none())
-      .def("__floordiv__", binary(TESSERA_OP(floor_divide)), "other"_a.none())
-      .def("__rfloordiv__", rbinary(TESSERA_OP(floor_divide)), "other"_a.none())
-      .def("__ifloordiv__", inplace(TESSERA_OP(floor_divide)), "other"_a.none())
-      .def("__mod__", binary(TESSERA_OP(remainder)), "other"_a.none())
-      .def("__rmod__", rbinary(TESSERA_OP(remainder)), "other"_a.none())
-      .def("__imod__", inplace(TESSERA_OP(remainder)), "other"_a.none())
-      .def("__pow__", binary(TESSERA_OP(power)), "other"_a.none())
-      .def("__rpow__", rbinary(TESSERA_OP(power)), "other"_a.none())
-      .def("__ipow__", inplace(TESSERA_OP(power)), "other"_a.none())
+  cls.def("__add__", binary(TESSERA_OP(add), "add"))
+      .def("__radd__", rbinary(TESSERA_OP(add), "add"), "other"_a.none())
+      .def("__iadd__", inplace(TESSERA_OP(add), "add"), "other"_a.none())
+      .def("__sub__", binary(TESSERA_OP(subtract), "subtract"), "other"_a.none())
+      .def("__rsub__", rbinary(TESSERA_OP(subtract), "subtract"), "other"_a.none())
+      .def("__isub__", inplace(TESSERA_OP(subtract), "subtract"), "other"_a.none())
+      .def("__mul__", binary(TESSERA_OP(multiply), "multiply"), "other"_a.none())
+      .def("__rmul__", rbinary(TESSERA_OP(multiply), "multiply"), "other"_a.none())
+      .def("__imul__", inplace(TESSERA_OP(multiply), "multiply"), "other"_a.none())
+      .def("__truediv__", binary(TESSERA_OP(divide), "divide"), "other"_a.none())
+      .def("__rtruediv__", rbinary(TESSERA_OP(divide), "divide"), "other"_a.none())
+      .def("__itruediv__", inplace(idivide, "divide"), "other"_a.none())
+      .def("__floordiv__", binary(TESSERA_OP(floor_divide), "floor_divide"), "other"_a.none())
+      .def("__rfloordiv__", rbinary(TESSERA_OP(floor_divide), "floor_divide"), "other"_a.none())
+      .def("__ifloordiv__", inplace(TESSERA_OP(floor_divide), "floor_divide"), "other"_a.none())
+      .def("__mod__", binary(TESSERA_OP(remainder), "remainder"), "other"_a.none())
+      .def("__rmod__", rbinary(TESSERA_OP(remainder), "remainder"), "other"_a.none())
+      .def("__imod__", inplace(TESSERA_OP(remainder), "remainder"), "other"_a.none())
+      .def("__pow__", binary(TESSERA_OP(power), "power"), "other"_a.none())
+      .def("__rpow__", rbinary(TESSERA_OP(power), "power"), "other"_a.none())
+      .def("__ipow__", inplace(TESSERA_OP(power), "power"), "other"_a.none())
       .def("__divmod__", [](const array& a, nb::handle b) {
         auto r = divmod(a, operand_with(a, b));
         return nb::make_tuple(r[0], r[1]);
@@ -361,10 +366,10 @@ ArrayClass init_array(nb::module_& m) {
         a = matmul(a, matmul_operand(b));
         return self;
       })
-      .def("__lt__", binary(TESSERA_OP(less)), "other"_a.none())
-      .def("__le__", binary(TESSERA_OP(less_equal)), "other"_a.none())
-      .def("__gt__", binary(TESSERA_OP(greater)), "other"_a.none())
-      .def("__ge__", binary(TESSERA_OP(greater_equal)), "other"_a.none())
+      .def("__lt__", binary(TESSERA_OP(less), "less"), "other"_a.none())
+      .def("__le__", binary(TESSERA_OP(less_equal), "less_equal"), "other"_a.none())
+      .def("__gt__", binary(TESSERA_OP(greater), "greater"), "other"_a.none())
+      .def("__ge__", binary(TESSERA_OP(greater_equal), "greater_equal"), "other"_a.none())
       .def("__eq__", [](const array& a, nb::handle b) -> nb::object {
         if (!is_array_like(b)) return nb::bool_(false);
         return nb::cast(equal(a, operand_with(a, b)));

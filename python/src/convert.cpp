@@ -8,7 +8,9 @@
 
 #include <climits>
 #include <cstring>
+#include <algorithm>
 #include <deque>
+#include <unordered_set>
 #include <limits>
 #include <sstream>
 
@@ -627,6 +629,59 @@ Shape to_shape(nb::handle v, const char* op) {
 }  // namespace tessera::python
 
 namespace tessera::python {
+
+void for_each_leaf(nb::handle tree, const char* op, const std::function<void(nb::handle)>& f) {
+  // (node, leaving): a container is pushed again below its children to leave
+  // the current path once they are done.
+  std::vector<std::pair<nb::handle, bool>> stack{{tree, false}};
+  std::unordered_set<PyObject*> path;
+  while (!stack.empty()) {
+    auto [node, leaving] = stack.back();
+    stack.pop_back();
+    PyObject* o = node.ptr();
+    if (leaving) {
+      path.erase(o);
+      continue;
+    }
+    bool sequence = PyList_Check(o) || PyTuple_Check(o);
+    if (!sequence && !PyDict_Check(o)) {
+      f(node);
+      continue;
+    }
+    if (!path.insert(o).second) {
+      throw std::invalid_argument(std::string("[") + op + "] the argument contains itself (a " +
+                                  Py_TYPE(o)->tp_name + " that holds itself)");
+    }
+    stack.push_back({node, true});
+    size_t first = stack.size();
+    if (sequence) {
+      for (nb::handle e : node) stack.push_back({e, false});
+    } else {
+      for (auto [k, v] : nb::borrow<nb::dict>(node)) stack.push_back({v, false});
+    }
+    std::reverse(stack.begin() + first, stack.end());
+  }
+}
+
+void rethrow_named(const char* name) {
+  // See Note [Errors name the function called].
+  auto renamed = [name](const std::exception& e) {
+    std::string what = e.what();
+    const std::string conversion = "[array] ";
+    return what.rfind(conversion, 0) == 0 && std::strcmp(name, "array") != 0
+               ? "[" + std::string(name) + "] " + what.substr(conversion.size())
+               : std::optional<std::string>();
+  };
+  try {
+    throw;
+  } catch (const std::invalid_argument& e) {
+    if (auto what = renamed(e)) throw std::invalid_argument(*what);
+    throw;
+  } catch (const std::overflow_error& e) {
+    if (auto what = renamed(e)) throw std::overflow_error(*what);
+    throw;
+  }
+}
 
 const char* positional_only_signature(const std::string& doc, size_t n) {
   static std::deque<std::string> signatures;

@@ -119,6 +119,60 @@ void func_extra_apply(F&, pos_only, size_t&) {}  // found by ADL from nanobind: 
 // docstring that nanobind rendered, with ", /" after its first n parameters.
 const char* positional_only_signature(const std::string& doc, size_t n);
 
+// Calls f on each leaf of a tree of lists, tuples and dicts (a dict's values),
+// depth first, without recursion: any depth works, and a container that holds
+// itself raises std::invalid_argument "[op] the argument contains itself ...".
+void for_each_leaf(nb::handle tree, const char* op, const std::function<void(nb::handle)>& f);
+
+// Note [Errors name the function called]
+// Converting an argument (to_array, to_shape, ...) reports a bad value under
+// "[array]", the conversion's name. A function bound with def() catches such
+// an error and gives it its own name instead, so `mx.add(x, None)` says
+// "[add] cannot convert an object of type NoneType to an array".
+[[noreturn]] void rethrow_named(const char* name);
+
+namespace detail {
+template <typename F, typename R, typename... Args>
+auto named_errors(const char* name, F f, R (F::*)(Args...) const) {
+  return [name, f = std::move(f)](Args... args) -> R {
+    try {
+      return f(std::forward<Args>(args)...);
+    } catch (...) {
+      rethrow_named(name);
+    }
+  };
+}
+
+template <typename R, typename... Args>
+auto named_errors(const char* name, R (*f)(Args...)) {
+  return [name, f](Args... args) -> R {
+    try {
+      return f(std::forward<Args>(args)...);
+    } catch (...) {
+      rethrow_named(name);
+    }
+  };
+}
+
+template <typename F>
+auto named_errors(const char* name, F f) {
+  return named_errors(name, std::move(f), &F::operator());
+}
+
+}  // namespace detail
+
+// f, whose conversion errors name `name` (Note [Errors name the function called]).
+template <typename F>
+auto named(const char* name, F f) {
+  return detail::named_errors(name, std::move(f));
+}
+
+// m.def(name, named(name, f), extra...)
+template <typename Func, typename... Extra>
+void def_named(nb::module_& m, const char* name, Func&& f, const Extra&... extra) {
+  m.def(name, named(name, std::decay_t<Func>(std::forward<Func>(f))), extra...);
+}
+
 namespace detail {
 template <bool Unnamed, typename T>
 decltype(auto) annotation(const T& e) {
@@ -140,9 +194,10 @@ void def_positional(nb::module_& m, const char* name, Func&& f, std::index_seque
     return i;
   }();
   constexpr size_t n = ((I < marker && nb::detail::arg_traits<Extra>::is_arg) + ... + 0);
-  nb::object named = nb::cpp_function(Func(f), nb::name(name), extra...);
+  auto g = named_errors(name, std::decay_t<Func>(std::forward<Func>(f)));
+  nb::object named = nb::cpp_function(g, nb::name(name), extra...);
   const char* sig = positional_only_signature(nb::cast<std::string>(named.attr("__doc__")), n);
-  m.def(name, std::forward<Func>(f), nb::sig(sig), annotation<(I < marker)>(extra)...);
+  m.def(name, std::move(g), nb::sig(sig), annotation<(I < marker)>(extra)...);
 }
 }  // namespace detail
 

@@ -20,7 +20,7 @@ double as_double(nb::handle v, const char* what) {
 
 void init_creation(nb::module_& m, ArrayClass&) {
   auto kw = nb::kw_only();
-  m.def("arange", [](nb::handle start, nb::handle stop, nb::handle step, std::optional<Dtype> dtype,
+  def_named(m, "arange", [](nb::handle start, nb::handle stop, nb::handle step, std::optional<Dtype> dtype,
                      StreamArg s) {
     nb::handle b = start, e = stop;
     if (stop.is_none()) {
@@ -37,14 +37,14 @@ void init_creation(nb::module_& m, ArrayClass&) {
     return arange(lo, hi, st, t, s);
   }, "start"_a, "stop"_a = nb::none(), "step"_a = nb::none(), "dtype"_a = nb::none(), kw,
         "stream"_a = nb::none());
-  m.def("linspace", [](double start, double stop, nb::int_ num, bool endpoint, Dtype dtype, StreamArg s) {
+  def_named(m, "linspace", [](double start, double stop, nb::int_ num, bool endpoint, Dtype dtype, StreamArg s) {
     return linspace(start, stop, to_int32(num, "linspace", "num"), endpoint, dtype, s);
   }, "start"_a, "stop"_a, "num"_a = 50, "endpoint"_a = true, "dtype"_a = float32, "stream"_a = nb::none());
-  m.def("zeros", [](nb::handle shape, Dtype dtype, StreamArg s) { return zeros(to_shape(shape, "zeros"), dtype, s); },
+  def_named(m, "zeros", [](nb::handle shape, Dtype dtype, StreamArg s) { return zeros(to_shape(shape, "zeros"), dtype, s); },
         "shape"_a, "dtype"_a = float32, kw, "stream"_a = nb::none());
-  m.def("ones", [](nb::handle shape, Dtype dtype, StreamArg s) { return ones(to_shape(shape, "ones"), dtype, s); },
+  def_named(m, "ones", [](nb::handle shape, Dtype dtype, StreamArg s) { return ones(to_shape(shape, "ones"), dtype, s); },
         "shape"_a, "dtype"_a = float32, kw, "stream"_a = nb::none());
-  m.def("full", [](nb::handle shape, nb::handle vals, std::optional<Dtype> dtype, StreamArg s) {
+  def_named(m, "full", [](nb::handle shape, nb::handle vals, std::optional<Dtype> dtype, StreamArg s) {
     array v = to_array(vals);
     return full(to_shape(shape, "full"), v, dtype.value_or(v.dtype()), s);
   }, "shape"_a, "vals"_a, "dtype"_a = nb::none(), kw, "stream"_a = nb::none());
@@ -62,19 +62,19 @@ void init_creation(nb::module_& m, ArrayClass&) {
     array v = is_python_scalar(vals) ? scalar_to_array(vals, t) : to_array(vals);
     return full_like(x, v, t, s);
   }, "a"_a, pos_only(), "vals"_a, "dtype"_a = nb::none(), kw, "stream"_a = nb::none());
-  m.def("eye", [](int n, std::optional<int> mm, int k, Dtype dtype, StreamArg s) {
+  def_named(m, "eye", [](int n, std::optional<int> mm, int k, Dtype dtype, StreamArg s) {
     return eye(n, mm.value_or(n), k, dtype, s);
   }, "n"_a, "m"_a = nb::none(), "k"_a = 0, "dtype"_a = float32, kw, "stream"_a = nb::none());
-  m.def("identity", [](int n, Dtype dtype, StreamArg s) { return identity(n, dtype, s); }, "n"_a,
+  def_named(m, "identity", [](int n, Dtype dtype, StreamArg s) { return identity(n, dtype, s); }, "n"_a,
         "dtype"_a = float32, kw, "stream"_a = nb::none());
-  m.def("tri", [](int n, std::optional<int> mm, int k, Dtype dtype, StreamArg s) {
+  def_named(m, "tri", [](int n, std::optional<int> mm, int k, Dtype dtype, StreamArg s) {
     return tri(n, mm.value_or(n), k, dtype, s);
   }, "n"_a, "m"_a = nb::none(), "k"_a = 0, "dtype"_a = float32, kw, "stream"_a = nb::none());
-  m.def("tril", [](nb::handle x, int k, StreamArg s) { return tril(to_array(x), k, s); }, "x"_a,
+  def_named(m, "tril", [](nb::handle x, int k, StreamArg s) { return tril(to_array(x), k, s); }, "x"_a,
         "k"_a = 0, kw, "stream"_a = nb::none());
-  m.def("triu", [](nb::handle x, int k, StreamArg s) { return triu(to_array(x), k, s); }, "x"_a,
+  def_named(m, "triu", [](nb::handle x, int k, StreamArg s) { return triu(to_array(x), k, s); }, "x"_a,
         "k"_a = 0, kw, "stream"_a = nb::none());
-  m.def("meshgrid", [](nb::args arrays, bool sparse, const std::string& indexing, StreamArg s) {
+  def_named(m, "meshgrid", [](nb::args arrays, bool sparse, const std::string& indexing, StreamArg s) {
     std::vector<array> v;
     for (nb::handle a : arrays) v.push_back(to_array(a));
     auto r = meshgrid(v, sparse, indexing, s);

@@ -15,10 +15,10 @@ void init_distributed(nb::module_& parent) {
       .def("split", &Group::split, "color"_a, "key"_a = -1,
            "Sub-groups of the processes passing the same color, ranked by key (negative: "
            "the current rank).");
-  m.def("is_available", [](const std::string& backend) { return distributed::is_available(backend); },
+  def_named(m, "is_available", [](const std::string& backend) { return distributed::is_available(backend); },
         "backend"_a = "any", "Whether this build can start that backend ('any', 'mpi', 'ring', "
         "'nccl', 'jaccl').");
-  m.def("init", [](bool strict, const std::string& backend, nb::handle) {
+  def_named(m, "init", [](bool strict, const std::string& backend, nb::handle) {
     return distributed::init(strict, backend);
   }, "strict"_a = false, "backend"_a = "any", nb::kw_only(), "all_gather_factory"_a = nb::none(),
         "The global group: this process alone when no backend starts, unless strict.");
@@ -36,16 +36,16 @@ void init_distributed(nb::module_& parent) {
              "Every process's x concatenated along axis 0.");
   collective("sum_scatter", &distributed::sum_scatter,
              "The sum over the processes, of which this rank keeps its chunk of axis 0.");
-  m.def("send", [](nb::handle x, int dst, std::optional<Group> group, StreamArg s) {
+  def_named(m, "send", [](nb::handle x, int dst, std::optional<Group> group, StreamArg s) {
     return distributed::send(to_array(x), dst, group, s);
   }, "x"_a, "dst"_a, kw, "group"_a = nb::none(), "stream"_a = nb::none(),
         "Sends x to rank dst; returns x, whose evaluation performs the send.");
-  m.def("recv", [](nb::handle shape, Dtype dtype, int src, std::optional<Group> group,
+  def_named(m, "recv", [](nb::handle shape, Dtype dtype, int src, std::optional<Group> group,
                    StreamArg s) {
     return distributed::recv(to_shape(shape, "distributed.recv"), dtype, src, group, s);
   }, "shape"_a, "dtype"_a, "src"_a, kw, "group"_a = nb::none(), "stream"_a = nb::none(),
         "The array of that shape and dtype that rank src sends.");
-  m.def("recv_like", [](nb::handle x, int src, std::optional<Group> group, StreamArg s) {
+  def_named(m, "recv_like", [](nb::handle x, int src, std::optional<Group> group, StreamArg s) {
     return distributed::recv_like(to_array(x), src, group, s);
   }, "x"_a, "src"_a, kw, "group"_a = nb::none(), "stream"_a = nb::none(),
         "recv(x.shape, x.dtype, src).");

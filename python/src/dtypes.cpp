@@ -48,14 +48,10 @@ bool kind_matches(Dtype t, const std::string& kind) {
 }
 
 // Arrays in a tree of lists, tuples and dicts (other leaves ignored).
-void collect_arrays(nb::handle tree, std::vector<array>& out) {
-  if (nb::isinstance<array>(tree)) {
-    out.push_back(nb::cast<array>(tree));
-  } else if (PyList_Check(tree.ptr()) || PyTuple_Check(tree.ptr())) {
-    for (nb::handle e : tree) collect_arrays(e, out);
-  } else if (PyDict_Check(tree.ptr())) {
-    for (auto [k, v] : nb::borrow<nb::dict>(tree)) collect_arrays(v, out);
-  }
+void collect_arrays(nb::handle tree, std::vector<array>& out, const char* op) {
+  for_each_leaf(tree, op, [&](nb::handle leaf) {
+    if (nb::isinstance<array>(leaf)) out.push_back(nb::cast<array>(leaf));
+  });
 }
 
 struct PyStreamContext {
@@ -118,12 +114,12 @@ void init_dtypes(nb::module_& m) {
     m.attr(category_name(c)) = c;
   }
 
-  m.def("issubdtype",
+  def_named(m, "issubdtype",
         [](const DtypeOrCategory& a, const DtypeOrCategory& b) {
           return std::visit([](const auto& x, const auto& y) { return issubdtype(x, y); }, a, b);
         },
         "arg1"_a, "arg2"_a);
-  m.def("isdtype",
+  def_named(m, "isdtype",
         [](const Dtype& t, nb::handle kind) {
           auto one = [&](nb::handle k) {
             if (nb::isinstance<Dtype>(k)) return nb::cast<Dtype>(k) == t;
@@ -138,7 +134,7 @@ void init_dtypes(nb::module_& m) {
           return one(kind);
         },
         "dtype"_a, "kind"_a);
-  m.def("result_type",
+  def_named(m, "result_type",
         [](nb::args args) {
           if (args.size() == 0) throw std::invalid_argument("[result_type] needs at least one input");
           std::optional<Dtype> t;
@@ -148,7 +144,7 @@ void init_dtypes(nb::module_& m) {
           }
           return *t;
         });
-  m.def("can_cast",
+  def_named(m, "can_cast",
         [](nb::handle from, const Dtype& to) {
           Dtype f = nb::isinstance<Dtype>(from) ? nb::cast<Dtype>(from) : to_array(from).dtype();
           return promote_types(f, to) == to;
@@ -226,11 +222,11 @@ void init_devices(nb::module_& m) {
 
   nb::implicitly_convertible<ThreadLocalStream, Stream>();
 
-  m.def("default_device", &default_device);
-  m.def("set_default_device", &set_default_device, "device"_a);
-  m.def("is_available", [](const Device& d) { return is_available(d); }, "device"_a);
-  m.def("device_count", &device_count, "device_type"_a);
-  m.def("device_info",
+  def_named(m, "default_device", &default_device);
+  def_named(m, "set_default_device", &set_default_device, "device"_a);
+  def_named(m, "is_available", [](const Device& d) { return is_available(d); }, "device"_a);
+  def_named(m, "device_count", &device_count, "device_type"_a);
+  def_named(m, "device_info",
         [](std::optional<Device> d) {
           Device dev = d.value_or(default_device());
           nb::dict out;
@@ -245,16 +241,16 @@ void init_devices(nb::module_& m) {
           return out;
         },
         "d"_a = nb::none());
-  m.def("default_stream", &default_stream, "device"_a);
-  m.def("set_default_stream", &set_default_stream, "stream"_a);
-  m.def("new_stream", &new_stream, "device"_a);
-  m.def("new_thread_unsafe_stream", &new_thread_unsafe_stream, "device"_a,
+  def_named(m, "default_stream", &default_stream, "device"_a);
+  def_named(m, "set_default_stream", &set_default_stream, "stream"_a);
+  def_named(m, "new_stream", &new_stream, "device"_a);
+  def_named(m, "new_thread_unsafe_stream", &new_thread_unsafe_stream, "device"_a,
         "A new stream that any thread may use (the caller orders their work).");
-  m.def("new_thread_local_stream", &new_thread_local_stream, "device"_a,
+  def_named(m, "new_thread_local_stream", &new_thread_local_stream, "device"_a,
         "A handle that resolves to a stream of its own in each thread.");
-  m.def("clear_streams", &clear_streams,
+  def_named(m, "clear_streams", &clear_streams,
         "Forgets the streams made on this thread (after their work is done).");
-  m.def("synchronize",
+  def_named(m, "synchronize",
         [](std::optional<Stream> s) {
           nb::gil_scoped_release nogil;
           if (s) synchronize(*s);
@@ -265,7 +261,7 @@ void init_devices(nb::module_& m) {
   nb::class_<PyStreamContext>(m, "StreamContext")
       .def("__enter__", [](PyStreamContext& c) { c.ctx = std::make_unique<StreamContext>(c.s); })
       .def("__exit__", [](PyStreamContext& c, nb::args) { c.ctx.reset(); });
-  m.def("stream",
+  def_named(m, "stream",
         [](nb::handle s) {
           if (s.is_none()) throw std::invalid_argument("[stream] needs a Stream or a Device, not None");
           auto* c = new PyStreamContext{nb::cast<StreamOrDevice>(s), nullptr};
@@ -274,22 +270,22 @@ void init_devices(nb::module_& m) {
         "s"_a.none(), nb::rv_policy::take_ownership);
 
   nb::class_<PrintOptions>(m, "PrintOptions").def_ro("precision", &PrintOptions::precision);
-  m.def("set_printoptions", [](std::optional<int64_t> precision) {
+  def_named(m, "set_printoptions", [](std::optional<int64_t> precision) {
     // Beyond int's range: the largest int, which set_printoptions refuses too.
     int64_t p = precision.value_or(get_printoptions().precision);
     set_printoptions(static_cast<int>(std::clamp<int64_t>(p, -1, INT32_MAX)));
   }, "precision"_a = nb::none());
-  m.def("get_printoptions", &get_printoptions);
+  def_named(m, "get_printoptions", &get_printoptions);
 
-  m.def("eval", [](nb::args args) {
+  def_named(m, "eval", [](nb::args args) {
     std::vector<array> outs;
-    collect_arrays(args, outs);
+    collect_arrays(args, outs, "eval");
     nb::gil_scoped_release nogil;
     eval(std::move(outs));
   });
-  m.def("async_eval", [](nb::args args) {
+  def_named(m, "async_eval", [](nb::args args) {
     std::vector<array> outs;
-    collect_arrays(args, outs);
+    collect_arrays(args, outs, "async_eval");
     nb::gil_scoped_release nogil;
     async_eval(std::move(outs));
   });

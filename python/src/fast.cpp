@@ -9,17 +9,17 @@ void init_fast(nb::module_& parent) {
       "fast", "Normalisations, rotary embeddings and attention, each one op (fused where a "
               "backend has the kernel)");
   auto kw = nb::kw_only();
-  m.def("rms_norm", [](nb::handle x, nb::handle weight, float eps, StreamArg s) {
+  def_named(m, "rms_norm", [](nb::handle x, nb::handle weight, float eps, StreamArg s) {
     return fast::rms_norm(to_array(x), optional_array(weight), eps, s);
   }, "x"_a, "weight"_a.none(), "eps"_a, kw, "stream"_a = nb::none(),
         "x * rsqrt(mean(x**2, axis=-1) + eps) * weight; weight 1-D or None.");
-  m.def("layer_norm", [](nb::handle x, nb::handle weight, nb::handle bias, float eps,
+  def_named(m, "layer_norm", [](nb::handle x, nb::handle weight, nb::handle bias, float eps,
                          StreamArg s) {
     return fast::layer_norm(to_array(x), optional_array(weight), optional_array(bias), eps, s);
   }, "x"_a, "weight"_a.none(), "bias"_a.none(), "eps"_a, kw, "stream"_a = nb::none(),
         "(x - mean) * rsqrt(var + eps) * weight + bias over the last axis; weight and bias "
         "1-D or None.");
-  m.def("rope", [](nb::handle a, int dims, bool traditional, std::optional<float> base,
+  def_named(m, "rope", [](nb::handle a, int dims, bool traditional, std::optional<float> base,
                    float scale, nb::handle offset, nb::handle freqs, StreamArg s) {
     array x = to_array(a);
     auto f = optional_array(freqs);
@@ -31,7 +31,7 @@ void init_fast(nb::module_& parent) {
         "freqs"_a = nb::none(), "stream"_a = nb::none(),
         "Rotary position embedding of the first dims features of a (B, *, T, D); offset an "
         "int or an array (a scalar, or one per batch element); exactly one of base and freqs.");
-  m.def("scaled_dot_product_attention", [](nb::handle q, nb::handle k, nb::handle v, float scale,
+  def_named(m, "scaled_dot_product_attention", [](nb::handle q, nb::handle k, nb::handle v, float scale,
                                            nb::handle mask, nb::handle sinks, bool force_fused,
                                            StreamArg s) {
     std::string mode;

@@ -54,7 +54,7 @@ void init_fft(nb::module_& parent) {
       {"rfft", &fft::rfft, &fft::rfft},
       {"irfft", &fft::irfft, &fft::irfft}};
   for (auto e : oned) {
-    m.def(e.name, [e](nb::handle a, std::optional<int> n, int axis, const std::string& norm,
+    def_named(m, e.name, [e](nb::handle a, std::optional<int> n, int axis, const std::string& norm,
                       StreamArg s) {
       array x = to_array(a);
       return n ? e.with_n(x, *n, axis, to_norm(norm), s) : e.without_n(x, axis, to_norm(norm), s);
@@ -77,30 +77,30 @@ void init_fft(nb::module_& parent) {
       return nd_call(e.with_n, e.without_n, e.all, to_array(a), s, axes, to_norm(norm), st);
     };
     if (e.two) {
-      m.def(e.name, f, "a"_a, "s"_a = nb::none(), "axes"_a.none() = std::vector<int>{-2, -1},
+      def_named(m, e.name, f, "a"_a, "s"_a = nb::none(), "axes"_a.none() = std::vector<int>{-2, -1},
             "norm"_a = "backward", "stream"_a = nb::none());
     } else {
-      m.def(e.name, f, "a"_a, "s"_a = nb::none(), "axes"_a = nb::none(), "norm"_a = "backward",
+      def_named(m, e.name, f, "a"_a, "s"_a = nb::none(), "axes"_a = nb::none(), "norm"_a = "backward",
             "stream"_a = nb::none());
     }
   }
-  m.def("fftfreq", [](int n, double d, StreamArg s) { return fft::fftfreq(n, d, s); }, "n"_a,
+  def_named(m, "fftfreq", [](int n, double d, StreamArg s) { return fft::fftfreq(n, d, s); }, "n"_a,
         "d"_a = 1.0, "stream"_a = nb::none());
-  m.def("rfftfreq", [](int n, double d, StreamArg s) { return fft::rfftfreq(n, d, s); }, "n"_a,
+  def_named(m, "rfftfreq", [](int n, double d, StreamArg s) { return fft::rfftfreq(n, d, s); }, "n"_a,
         "d"_a = 1.0, "stream"_a = nb::none());
-  m.def("fftshift", [](nb::handle a, const Axes& axes, StreamArg s) {
+  def_named(m, "fftshift", [](nb::handle a, const Axes& axes, StreamArg s) {
     array x = to_array(a);
     return axes ? fft::fftshift(x, to_vec(*axes), s) : fft::fftshift(x, s);
   }, "a"_a, "axes"_a = nb::none(), "stream"_a = nb::none());
-  m.def("ifftshift", [](nb::handle a, const Axes& axes, StreamArg s) {
+  def_named(m, "ifftshift", [](nb::handle a, const Axes& axes, StreamArg s) {
     array x = to_array(a);
     return axes ? fft::ifftshift(x, to_vec(*axes), s) : fft::ifftshift(x, s);
   }, "a"_a, "axes"_a = nb::none(), "stream"_a = nb::none());
 
-  parent.def("einsum", [](const std::string& subscripts, nb::args operands, StreamArg s) {
+  def_named(parent, "einsum", [](const std::string& subscripts, nb::args operands, StreamArg s) {
     return einsum(subscripts, operands_of(operands), s);
   }, "subscripts"_a, "operands"_a, nb::kw_only(), "stream"_a = nb::none());
-  parent.def("einsum_path", [](const std::string& subscripts, nb::args operands) {
+  def_named(parent, "einsum_path", [](const std::string& subscripts, nb::args operands) {
     auto [path, report] = einsum_path(subscripts, operands_of(operands));
     nb::list steps;
     for (const auto& step : path) {
@@ -110,14 +110,14 @@ void init_fft(nb::module_& parent) {
     }
     return nb::make_tuple(steps, report);
   }, "subscripts"_a, "operands"_a);
-  parent.def("kron", [](nb::handle a, nb::handle b, StreamArg s) {
+  def_named(parent, "kron", [](nb::handle a, nb::handle b, StreamArg s) {
     return kron(to_array(a), to_array(b), s);
   }, "a"_a, "b"_a, nb::kw_only(), "stream"_a = nb::none());
   std::vector<std::pair<const char*, array (*)(int, StreamOrDevice)>> windows = {
       {"hanning", &hanning}, {"hamming", &hamming}, {"blackman", &blackman},
       {"bartlett", &bartlett}};
   for (auto [name, f] : windows) {
-    parent.def(name, [f](int M, StreamArg s) { return f(M, s); }, "M"_a, nb::kw_only(),
+    def_named(parent, name, [f](int M, StreamArg s) { return f(M, s); }, "M"_a, nb::kw_only(),
                "stream"_a = nb::none());
   }
 }

@@ -254,20 +254,21 @@ nb::object load(nb::handle file, std::optional<std::string> format, bool return_
 }  // namespace
 
 void init_io(nb::module_& m) {
-  m.def("save", [](nb::handle file, nb::handle arr) {
+  def_named(m, "save", [](nb::handle file, nb::handle arr) {
     array a = to_array(arr);
     save_to(file, "save", ".npy", [&](io::Writer& out) { io::write_npy(out, a); });
   }, "file"_a, "arr"_a,
         "Saves an array in the .npy format (\".npy\" is appended to a path without it).");
-  m.def("savez", [](nb::handle file, nb::args args, nb::kwargs kwargs) {
+  def_named(m, "savez", [](nb::handle file, nb::args args, nb::kwargs kwargs) {
     savez(file, args, kwargs, false);
   }, "file"_a, "args"_a, "kwargs"_a,
         "Saves arrays uncompressed in the .npz format: positional ones as arr_0, arr_1, ..., "
         "keyword ones under their names (\".npz\" is appended to a path without it).");
-  m.def("savez_compressed", [](nb::handle file, nb::args args, nb::kwargs kwargs) {
+  def_named(m, "savez_compressed", [](nb::handle file, nb::args args,
+                                                         nb::kwargs kwargs) {
     savez(file, args, kwargs, true);
   }, "file"_a, "args"_a, "kwargs"_a, "savez with deflate compression.");
-  m.def("save_safetensors", [](nb::handle file, nb::handle arrays, nb::handle metadata) {
+  def_named(m, "save_safetensors", [](nb::handle file, nb::handle arrays, nb::handle metadata) {
     auto entries = arrays_of(arrays, "save_safetensors");
     io::Entries<std::string> meta;
     if (!metadata.is_none()) {
@@ -289,7 +290,7 @@ void init_io(nb::module_& m) {
   }, "file"_a, "arrays"_a, "metadata"_a = nb::none(),
         "Saves a dict of arrays in the safetensors format, with optional str -> str metadata "
         "(\".safetensors\" is appended to a path without it).");
-  m.def("save_gguf", [](nb::handle file, nb::handle arrays, nb::handle metadata) {
+  def_named(m, "save_gguf", [](nb::handle file, nb::handle arrays, nb::handle metadata) {
     auto path = as_path(file);
     if (!path) {
       throw nb::value_error(("[save_gguf] file must be a path (str or os.PathLike), not " +

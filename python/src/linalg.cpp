@@ -34,55 +34,55 @@ array norm_impl(nb::handle a, nb::handle ord, const Axes& axis, bool keepdims, S
 void init_linalg(nb::module_& parent) {
   nb::module_ m = parent.def_submodule("linalg", "Linear algebra: norms, decompositions, solvers");
   auto kw = nb::kw_only();
-  m.def("norm", &norm_impl, "a"_a, "ord"_a = nb::none(), "axis"_a = nb::none(),
+  def_named(m, "norm", &norm_impl, "a"_a, "ord"_a = nb::none(), "axis"_a = nb::none(),
         "keepdims"_a = false, kw, "stream"_a = nb::none());
-  m.def("qr", [](nb::handle a, StreamArg s) { return pair_of(linalg::qr(to_array(a), s)); },
+  def_named(m, "qr", [](nb::handle a, StreamArg s) { return pair_of(linalg::qr(to_array(a), s)); },
         "a"_a, kw, "stream"_a = nb::none());
-  m.def("svd", [](nb::handle a, bool compute_uv, StreamArg s) -> nb::object {
+  def_named(m, "svd", [](nb::handle a, bool compute_uv, StreamArg s) -> nb::object {
     auto r = linalg::svd(to_array(a), compute_uv, s);
     if (!compute_uv) return nb::cast(r.at(0));
     return tuple_of(r);
   }, "a"_a, "compute_uv"_a = true, kw, "stream"_a = nb::none());
-  m.def("inv", [](nb::handle a, StreamArg s) { return linalg::inv(to_array(a), s); }, "a"_a, kw,
+  def_named(m, "inv", [](nb::handle a, StreamArg s) { return linalg::inv(to_array(a), s); }, "a"_a, kw,
         "stream"_a = nb::none());
-  m.def("tri_inv", [](nb::handle a, bool upper, StreamArg s) {
+  def_named(m, "tri_inv", [](nb::handle a, bool upper, StreamArg s) {
     return linalg::tri_inv(to_array(a), upper, s);
   }, "a"_a, "upper"_a = false, kw, "stream"_a = nb::none());
-  m.def("pinv", [](nb::handle a, StreamArg s) { return linalg::pinv(to_array(a), s); }, "a"_a,
+  def_named(m, "pinv", [](nb::handle a, StreamArg s) { return linalg::pinv(to_array(a), s); }, "a"_a,
         kw, "stream"_a = nb::none());
-  m.def("cholesky", [](nb::handle a, bool upper, StreamArg s) {
+  def_named(m, "cholesky", [](nb::handle a, bool upper, StreamArg s) {
     return linalg::cholesky(to_array(a), upper, s);
   }, "a"_a, "upper"_a = false, kw, "stream"_a = nb::none());
-  m.def("cholesky_inv", [](nb::handle L, bool upper, StreamArg s) {
+  def_named(m, "cholesky_inv", [](nb::handle L, bool upper, StreamArg s) {
     return linalg::cholesky_inv(to_array(L), upper, s);
   }, "L"_a, "upper"_a = false, kw, "stream"_a = nb::none());
-  m.def("cross", [](nb::handle a, nb::handle b, int axis, StreamArg s) {
+  def_named(m, "cross", [](nb::handle a, nb::handle b, int axis, StreamArg s) {
     return linalg::cross(to_array(a), to_array(b), axis, s);
   }, "a"_a, "b"_a, "axis"_a = -1, kw, "stream"_a = nb::none());
-  m.def("eigvals", [](nb::handle a, StreamArg s) { return linalg::eigvals(to_array(a), s); },
+  def_named(m, "eigvals", [](nb::handle a, StreamArg s) { return linalg::eigvals(to_array(a), s); },
         "a"_a, kw, "stream"_a = nb::none());
-  m.def("eig", [](nb::handle a, StreamArg s) { return pair_of(linalg::eig(to_array(a), s)); },
+  def_named(m, "eig", [](nb::handle a, StreamArg s) { return pair_of(linalg::eig(to_array(a), s)); },
         "a"_a, kw, "stream"_a = nb::none());
-  m.def("eigvalsh", [](nb::handle a, const std::string& UPLO, StreamArg s) {
+  def_named(m, "eigvalsh", [](nb::handle a, const std::string& UPLO, StreamArg s) {
     return linalg::eigvalsh(to_array(a), UPLO, s);
   }, "a"_a, "UPLO"_a = "L", kw, "stream"_a = nb::none());
-  m.def("eigh", [](nb::handle a, const std::string& UPLO, StreamArg s) {
+  def_named(m, "eigh", [](nb::handle a, const std::string& UPLO, StreamArg s) {
     return pair_of(linalg::eigh(to_array(a), UPLO, s));
   }, "a"_a, "UPLO"_a = "L", kw, "stream"_a = nb::none());
-  m.def("lu", [](nb::handle a, StreamArg s) { return tuple_of(linalg::lu(to_array(a), s)); },
+  def_named(m, "lu", [](nb::handle a, StreamArg s) { return tuple_of(linalg::lu(to_array(a), s)); },
         "a"_a, kw, "stream"_a = nb::none());
-  m.def("lu_factor", [](nb::handle a, StreamArg s) {
+  def_named(m, "lu_factor", [](nb::handle a, StreamArg s) {
     return pair_of(linalg::lu_factor(to_array(a), s));
   }, "a"_a, kw, "stream"_a = nb::none());
-  m.def("solve", [](nb::handle a, nb::handle b, StreamArg s) {
+  def_named(m, "solve", [](nb::handle a, nb::handle b, StreamArg s) {
     return linalg::solve(to_array(a), to_array(b), s);
   }, "a"_a, "b"_a, kw, "stream"_a = nb::none());
-  m.def("solve_triangular", [](nb::handle a, nb::handle b, bool upper, StreamArg s) {
+  def_named(m, "solve_triangular", [](nb::handle a, nb::handle b, bool upper, StreamArg s) {
     return linalg::solve_triangular(to_array(a), to_array(b), upper, s);
   }, "a"_a, "b"_a, kw, "upper"_a = false, "stream"_a = nb::none());
-  m.def("det", [](nb::handle a, StreamArg s) { return linalg::det(to_array(a), s); }, "a"_a, kw,
+  def_named(m, "det", [](nb::handle a, StreamArg s) { return linalg::det(to_array(a), s); }, "a"_a, kw,
         "stream"_a = nb::none());
-  m.def("slogdet", [](nb::handle a, StreamArg s) {
+  def_named(m, "slogdet", [](nb::handle a, StreamArg s) {
     return pair_of(linalg::slogdet(to_array(a), s));
   }, "a"_a, kw, "stream"_a = nb::none());
 }

@@ -15,15 +15,9 @@ std::vector<array> to_array_list(nb::handle seq) {
 
 // reshape(*shape) / transpose(*axes): one sequence or separate ints.
 std::vector<int> varargs_ints(const nb::args& args, const char* op) {
-  if (args.size() == 1 && !PyLong_Check(args[0].ptr())) {
-    Shape s = to_shape(args[0], op);
-    return std::vector<int>(s.begin(), s.end());
-  }
-  std::vector<int> v;
-  for (nb::handle e : args) {
-    v.push_back(PyLong_Check(e.ptr()) ? to_shape_elem(e, op) : nb::cast<int>(e));
-  }
-  return v;
+  bool one_sequence = args.size() == 1 && !PyLong_Check(args[0].ptr());
+  Shape s = to_shape(one_sequence ? nb::handle(args[0]) : nb::handle(args), op);
+  return std::vector<int>(s.begin(), s.end());
 }
 
 std::vector<array> split_impl(const array& a, nb::handle ios, int axis, StreamArg s) {
@@ -95,13 +89,13 @@ void init_shape(nb::module_& m, ArrayClass& cls) {
   def(m, "broadcast_to", [](nb::handle a, nb::handle shape, StreamArg s) {
     return broadcast_to(to_array(a), to_shape(shape, "broadcast_to"), s);
   }, "a"_a, pos_only(), "shape"_a, kw, "stream"_a = nb::none());
-  m.def("broadcast_arrays", [](nb::args arrays, StreamArg s) {
+  def_named(m, "broadcast_arrays", [](nb::args arrays, StreamArg s) {
     auto r = broadcast_arrays(to_array_list(arrays), s);
     nb::list l;
     for (auto& a : r) l.append(a);
     return nb::tuple(l);
   }, "arrays"_a, "stream"_a = nb::none());
-  m.def("broadcast_shapes", [](nb::args shapes) {
+  def_named(m, "broadcast_shapes", [](nb::args shapes) {
     if (shapes.size() == 0) throw std::invalid_argument("[broadcast_shapes] needs at least one shape");
     std::vector<Shape> v;
     for (nb::handle s : shapes) v.push_back(to_shape(s, "broadcast_shapes"));
@@ -172,10 +166,16 @@ void init_shape(nb::module_& m, ArrayClass& cls) {
     if (!axis) return roll(x, sh, s);
     return roll(x, sh, to_vec(*axis), s);
   }, "a"_a, pos_only(), "shift"_a, "axis"_a = nb::none(), kw, "stream"_a = nb::none());
-  m.def("atleast_1d", [](nb::args a, StreamArg s) { return atleast(a, s, &atleast_1d); }, "arys"_a, "stream"_a = nb::none());
-  m.def("atleast_2d", [](nb::args a, StreamArg s) { return atleast(a, s, &atleast_2d); }, "arys"_a, "stream"_a = nb::none());
-  m.def("atleast_3d", [](nb::args a, StreamArg s) { return atleast(a, s, &atleast_3d); }, "arys"_a, "stream"_a = nb::none());
-  m.def("diagonal", [](nb::handle a, int offset, int axis1, int axis2, StreamArg s) {
+  def_named(m, "atleast_1d", [](nb::args a, StreamArg s) {
+    return atleast(a, s, &atleast_1d);
+  }, "arys"_a, "stream"_a = nb::none());
+  def_named(m, "atleast_2d", [](nb::args a, StreamArg s) {
+    return atleast(a, s, &atleast_2d);
+  }, "arys"_a, "stream"_a = nb::none());
+  def_named(m, "atleast_3d", [](nb::args a, StreamArg s) {
+    return atleast(a, s, &atleast_3d);
+  }, "arys"_a, "stream"_a = nb::none());
+  def_named(m, "diagonal", [](nb::handle a, int offset, int axis1, int axis2, StreamArg s) {
     return diagonal(to_array(a), offset, axis1, axis2, s);
   }, "a"_a, "offset"_a = 0, "axis1"_a = 0, "axis2"_a = 1, "stream"_a = nb::none());
   cls.def("diagonal", [](const array& a, int offset, int axis1, int axis2, StreamArg s) {
@@ -194,7 +194,7 @@ void init_shape(nb::module_& m, ArrayClass& cls) {
           "stream"_a = nb::none());
   def(m, "astype", [](nb::handle a, Dtype t, StreamArg s) { return astype(to_array(a), t, s); }, "a"_a, pos_only(),
         "dtype"_a, kw, "stream"_a = nb::none());
-  m.def("copy", [](nb::handle a, StreamArg s) { return copy(to_array(a), s); }, "a"_a, kw,
+  def_named(m, "copy", [](nb::handle a, StreamArg s) { return copy(to_array(a), s); }, "a"_a, kw,
         "stream"_a = nb::none());
   def(m, "as_strided", [](nb::handle a, std::optional<Shape> shape, std::optional<Strides> strides,
                          size_t offset, StreamArg s) {

@@ -59,39 +59,39 @@ nb::list to_list(const std::vector<array>& v) {
 }  // namespace
 
 void init_transforms(nb::module_& m) {
-  m.def("_vjp_flat", [](nb::object fun, std::vector<array> primals, std::vector<array> cotangents) {
+  def_named(m, "_vjp_flat", [](nb::object fun, std::vector<array> primals, std::vector<array> cotangents) {
     auto [outs, vjps] = vjp(wrap(fun, "vjp"), primals, cotangents);
     return nb::make_tuple(to_list(outs), to_list(vjps));
   }, "fun"_a, "primals"_a, "cotangents"_a);
-  m.def("_value_and_grad_flat", [](nb::object fun, std::vector<array> inputs) {
+  def_named(m, "_value_and_grad_flat", [](nb::object fun, std::vector<array> inputs) {
     std::vector<int> argnums(inputs.size());
     for (size_t i = 0; i < argnums.size(); ++i) argnums[i] = static_cast<int>(i);
     auto [outs, grads] = value_and_grad(wrap(fun, "value_and_grad"), argnums)(inputs);
     return nb::make_tuple(to_list(outs), to_list(grads));
   }, "fun"_a, "inputs"_a);
-  m.def("_jvp_flat", [](nb::object fun, std::vector<array> primals, std::vector<array> tangents) {
+  def_named(m, "_jvp_flat", [](nb::object fun, std::vector<array> primals, std::vector<array> tangents) {
     auto [outs, jvps] = jvp(wrap(fun, "jvp"), primals, tangents);
     return nb::make_tuple(to_list(outs), to_list(jvps));
   }, "fun"_a, "primals"_a, "tangents"_a);
-  m.def("_vmap_flat", [](nb::object fun, std::vector<array> inputs, std::vector<int> in_axes) {
+  def_named(m, "_vmap_flat", [](nb::object fun, std::vector<array> inputs, std::vector<int> in_axes) {
     return to_list(vmap(wrap(fun, "vmap"), in_axes)(inputs));
   }, "fun"_a, "inputs"_a, "in_axes"_a);
   // A compiled function of flat lists (tessera/_transforms.py builds compile's
   // trees, implicit inputs and outputs on top).
-  m.def("_compile_flat", [](nb::object fun, bool shapeless) {
+  def_named(m, "_compile_flat", [](nb::object fun, bool shapeless) {
     VecFn compiled = compile(wrap(std::move(fun), "compile"), shapeless);
     return nb::cpp_function(
         [compiled](std::vector<array> inputs) { return to_list(compiled(inputs)); });
   }, "fun"_a, "shapeless"_a = false);
-  m.def("_compile_enabled", [] { return compile_mode() != CompileMode::disabled; });
+  def_named(m, "_compile_enabled", [] { return compile_mode() != CompileMode::disabled; });
   m.def("_graph_primitives", [](std::vector<array> outputs) {
     return tessera::detail::graph_primitives(outputs);
   }, "outputs"_a, "The primitives of the unevaluated graph behind outputs, inputs first.");
-  m.def("disable_compile", &disable_compile,
+  def_named(m, "disable_compile", &disable_compile,
         "Makes compile a no-op: compiled functions call the function itself.");
-  m.def("enable_compile", &enable_compile,
+  def_named(m, "enable_compile", &enable_compile,
         "Turns compile back on (also over the MLX_DISABLE_COMPILE environment variable).");
-  m.def("depends", [](nb::handle inputs, nb::handle dependencies) {
+  def_named(m, "depends", [](nb::handle inputs, nb::handle dependencies) {
     auto as_list = [](nb::handle h, const char* what) {
       if (nb::isinstance<array>(h)) return std::vector<array>{nb::cast<array>(h)};
       try {
@@ -106,10 +106,10 @@ void init_transforms(nb::module_& m) {
     return single ? nb::object(nb::cast(out[0])) : nb::object(to_list(out));
   }, "inputs"_a, "dependencies"_a,
      "Arrays equal to inputs, computed after every array of dependencies.");
-  m.def("_checkpoint_flat", [](nb::object fun, std::vector<array> inputs) {
+  def_named(m, "_checkpoint_flat", [](nb::object fun, std::vector<array> inputs) {
     return to_list(checkpoint(wrap(fun, "checkpoint"))(inputs));
   }, "fun"_a, "inputs"_a);
-  m.def("_custom_function_flat", [](nb::object fun, nb::object fvjp, nb::object fjvp,
+  def_named(m, "_custom_function_flat", [](nb::object fun, nb::object fvjp, nb::object fjvp,
                                     nb::object fvmap, std::vector<array> inputs) {
     std::optional<CustomVjp> cvjp;
     std::optional<CustomJvp> cjvp;

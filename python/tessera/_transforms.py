@@ -98,7 +98,9 @@ def _normalize_argnums(argnums, argnames, op):
     if not nums and not argnames:
         raise ValueError(f"[{op}] no arguments to differentiate: give argnums or argnames")
     for n in nums:
-        if not isinstance(n, int) or n < 0:
+        if not isinstance(n, int):
+            raise TypeError(f"[{op}] argnums must be ints, got {n!r}")
+        if n < 0:
             raise ValueError(f"[{op}] argnums must be non-negative ints, got {n!r}")
     if len(set(nums)) != len(nums):
         raise ValueError(f"[{op}] repeated index in argnums {nums}")
@@ -158,14 +160,21 @@ def _value_and_grad(fun, argnums, argnames, op, allow_tuple):
     return wrapper
 
 
+def _check_callable(fun, op):
+    if not callable(fun):
+        raise TypeError(f"[{op}] fun must be callable, got {type(fun).__name__}")
+
+
 def value_and_grad(fun, argnums=None, argnames=[]):
     """fun's value and its gradient with respect to the arguments at argnums / argnames."""
+    _check_callable(fun, "value_and_grad")
     f = _value_and_grad(fun, argnums, argnames, "value_and_grad", True)
-    return functools.wraps(fun)(f) if callable(fun) else f
+    return functools.wraps(fun)(f)
 
 
 def grad(fun, argnums=None, argnames=[]):
     """The gradient of a scalar-valued fun with respect to argnums / argnames."""
+    _check_callable(fun, "grad")
     f = _value_and_grad(fun, argnums, argnames, "grad", False)
 
     @functools.wraps(fun)
@@ -203,6 +212,7 @@ def jvp(fun, primals, tangents):
 
 def vmap(fun, in_axes=0, out_axes=0):
     """fun vectorised over the in_axes of its inputs; results mapped to out_axes."""
+    _check_callable(fun, "vmap")
 
     @functools.wraps(fun)
     def wrapper(*args, **kwargs):
@@ -220,7 +230,7 @@ def vmap(fun, in_axes=0, out_axes=0):
                 continue
             n = ax + leaf.ndim if ax < 0 else ax
             if n < 0 or n >= leaf.ndim:
-                raise ValueError(
+                raise IndexError(
                     f"[vmap] in_axes {ax} is out of bounds for an input with {leaf.ndim} dimensions")
             flat_axes.append(n)
         if all(a == -1 for a in flat_axes):
@@ -249,7 +259,7 @@ def vmap(fun, in_axes=0, out_axes=0):
             else:
                 n = ax + o.ndim if ax < 0 else ax
                 if n < 0 or n >= o.ndim:
-                    raise ValueError(
+                    raise IndexError(
                         f"[vmap] out_axes {ax} is out of bounds for an output with "
                         f"{o.ndim - 1} dimensions")
                 moved.append(_core.moveaxis(o, 0, n))
@@ -275,6 +285,7 @@ def _rebuild(leaves, structure, idx, xs):
 
 def checkpoint(fun):
     """fun whose intermediates are recomputed in the backward pass instead of kept."""
+    _check_callable(fun, "checkpoint")
 
     @functools.wraps(fun)
     def wrapper(*args, **kwargs):
@@ -462,6 +473,7 @@ def compile(fun, inputs=None, outputs=None, shapeless=False):
     at the trace; evaluating values computed from the arguments during the
     trace raises. With `shapeless`, a new shape traces again (a recorded graph
     is kept per shape)."""
+    _check_callable(fun, "compile")
     cache = {}
 
     @functools.wraps(fun, updated=())

@@ -63,7 +63,7 @@ std::vector<array> unique(const array& a, int size, bool return_index = false,
                           const std::optional<array>& fill_value = std::nullopt,
                           StreamOrDevice s = {});
 
-// Axis in [-ndim, ndim) -> [0, ndim); throws std::invalid_argument
+// Axis in [-ndim, ndim) -> [0, ndim); throws std::out_of_range
 // "[prefix] axis 3 is out of bounds for an array with 2 dimensions".
 int normalize_axis_index(int axis, int ndim, const std::string& prefix = "normalize_axis_index");
 

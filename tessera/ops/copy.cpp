@@ -23,6 +23,7 @@ array contiguous(const array& a, bool allow_col_major, StreamOrDevice s) {
 
 array broadcast_to(const array& a, const Shape& shape, StreamOrDevice s) {
   if (a.shape() == shape) return a;
+  check_non_negative(shape, "broadcast_to");
   Shape out = broadcast_shapes(a.shape(), shape, "broadcast_to");
   if (out != shape) {
     throw_invalid("broadcast_to", "cannot broadcast an array of shape " + shape_str(a.shape()) +

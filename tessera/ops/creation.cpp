@@ -14,11 +14,7 @@ namespace tessera {
 
 namespace {
 
-void check_shape(const Shape& shape, const char* op) {
-  for (auto d : shape) {
-    if (d < 0) throw_invalid(op, "negative dimensions are not allowed, got " + shape_str(shape));
-  }
-}
+void check_shape(const Shape& shape, const char* op) { check_non_negative(shape, op); }
 
 void check_matrix_dims(int n, int m, const char* op) {
   if (n < 0 || m < 0) {

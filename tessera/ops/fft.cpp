@@ -41,7 +41,7 @@ array fft_impl(const array& a, Shape n, std::vector<int> axes, Kind kind, bool i
   for (auto& ax : axes) {
     int norm_ax = ax < 0 ? ax + nd : ax;
     if (norm_ax < 0 || norm_ax >= nd) {
-      throw_invalid(op, "axis " + std::to_string(ax) + " is out of bounds for an array with " +
+      throw_out_of_range(op, "axis " + std::to_string(ax) + " is out of bounds for an array with " +
                             std::to_string(nd) + " dimensions");
     }
     ax = norm_ax;

@@ -165,7 +165,7 @@ array gather(const array& a, const array& indices, int axis, const Shape& slice_
 array take(const array& a, const array& indices_in, int axis, StreamOrDevice s) {
   array indices = index_array(indices_in, "take", s);
   int nd = static_cast<int>(a.ndim());
-  if (nd == 0) throw_invalid("take", "a zero-dimensional array has no axis to take along");
+  if (nd == 0) throw_out_of_range("take", "a zero-dimensional array has no axis to take along");
   axis = normalize_axis(axis, nd, "take");
   if (a.shape(axis) == 0) {
     if (indices.size() > 0) {

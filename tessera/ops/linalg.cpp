@@ -314,6 +314,11 @@ array solve(const array& a, const array& b, StreamOrDevice s) {
 array solve_triangular(const array& a, const array& b, bool upper, StreamOrDevice s) {
   check_square(a, "solve_triangular");
   check_float(b, "solve_triangular");
+  if (b.ndim() < 1 || b.shape(b.ndim() == 1 ? 0 : -2) != a.shape(-1)) {
+    throw_invalid("linalg::solve_triangular", "a of shape " + shape_str(a.shape()) +
+                                                  " cannot solve for b of shape " +
+                                                  shape_str(b.shape()));
+  }
   return matmul(tri_inv(a, upper, s), b, s);
 }
 

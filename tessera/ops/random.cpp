@@ -18,11 +18,7 @@ namespace tessera::random {
 
 namespace {
 
-void check_shape(const Shape& shape, const char* op) {
-  for (auto d : shape) {
-    if (d < 0) throw_invalid(op, "negative dimensions are not allowed, got " + shape_str(shape));
-  }
-}
+void check_shape(const Shape& shape, const char* op) { check_non_negative(shape, op); }
 
 void check_key(const array& key, const char* op) {
   if (key.dtype() != uint32) {
@@ -303,6 +299,7 @@ array multivariate_normal(const array& mean, const array& cov, const Shape& shap
 array truncated_normal(const array& lower, const array& upper, const Shape& shape, Dtype dtype,
                        const std::optional<array>& key, StreamOrDevice s) {
   check_real_floating(dtype, "truncated_normal");
+  check_shape(shape, "truncated_normal");
   auto stream = to_stream(s);
   array sqrt2 = array(std::sqrt(2.0), dtype);
   array lo = astype(lower, dtype, stream);
@@ -323,6 +320,7 @@ array truncated_normal(const array& lower, const array& upper, Dtype dtype,
 array gumbel(const Shape& shape, Dtype dtype, const std::optional<array>& key,
              StreamOrDevice s) {
   check_real_floating(dtype, "gumbel");
+  check_shape(shape, "gumbel");
   auto stream = to_stream(s);
   return negative(log(negative(log(uniform(shape, dtype, key, stream), stream), stream), stream),
                   stream);

@@ -436,7 +436,7 @@ array concatenate(std::vector<array> arrays, int axis, StreamOrDevice s) {
   if (arrays.empty()) throw_invalid("concatenate", "no arrays to concatenate");
   const array& first = arrays[0];
   int nd = static_cast<int>(first.ndim());
-  if (nd == 0) throw_invalid("concatenate", "zero-dimensional arrays cannot be concatenated");
+  if (nd == 0) throw_out_of_range("concatenate", "zero-dimensional arrays cannot be concatenated");
   axis = normalize_axis(axis, nd, "concatenate");
   Shape shape = first.shape();
   Dtype dtype = first.dtype();

@@ -39,6 +39,16 @@ void throw_invalid(const char* op, const std::string& what) {
   throw std::invalid_argument("[" + std::string(op) + "] " + what);
 }
 
+void throw_out_of_range(const char* op, const std::string& what) {
+  throw std::out_of_range("[" + std::string(op) + "] " + what);
+}
+
+void check_non_negative(const Shape& shape, const char* op) {
+  for (auto d : shape) {
+    if (d < 0) throw_invalid(op, "negative dimensions are not allowed, got " + shape_str(shape));
+  }
+}
+
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   size_t n = std::max(a.size(), b.size());
   Shape out(n);
@@ -68,7 +78,7 @@ int normalize_axis(int axis, int ndim, const char* op) {
   if (axis < -ndim || axis >= ndim) {
     std::ostringstream msg;
     msg << "axis " << axis << " is out of bounds for an array with " << ndim << " dimensions";
-    throw_invalid(op, msg.str());
+    throw_out_of_range(op, msg.str());
   }
   return axis < 0 ? axis + ndim : axis;
 }

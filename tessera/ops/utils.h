@@ -23,7 +23,7 @@ Shape broadcast_shapes(const std::vector<Shape>& shapes, const char* op = "broad
 std::pair<std::vector<Shape>, std::vector<Dtype>> shapes_and_dtypes(
     const std::vector<array>& arrays);
 
-// Axis in [-ndim, ndim) -> [0, ndim); throws std::invalid_argument
+// Axis in [-ndim, ndim) -> [0, ndim); throws std::out_of_range (IndexError, as in MLX)
 // "[op] axis 3 is out of bounds for an array with 2 dimensions".
 int normalize_axis(int axis, int ndim, const char* op);
 // Normalizes, checks for duplicates, and sorts.
@@ -33,5 +33,11 @@ std::vector<int> all_axes(int ndim);
 
 // Throws std::invalid_argument "[op] <what>" with the op name in brackets.
 [[noreturn]] void throw_invalid(const char* op, const std::string& what);
+
+// Throws std::out_of_range "[op] <what>": an axis or an index outside its range.
+[[noreturn]] void throw_out_of_range(const char* op, const std::string& what);
+
+// Throws std::invalid_argument "[op] negative dimensions are not allowed, got (2,-1)".
+void check_non_negative(const Shape& shape, const char* op);
 
 }  // namespace tessera

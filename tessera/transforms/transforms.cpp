@@ -395,7 +395,7 @@ VecFn vmap(const VecFn& fun, const std::vector<int>& in_axes_arg,
         std::ostringstream msg;
         msg << "[vmap] in_axes " << ax << " is out of range for input " << i << " of shape "
             << shape_str(inputs[i].shape());
-        throw std::invalid_argument(msg.str());
+        throw std::out_of_range(msg.str());
       }
       int size = inputs[i].shape(ax);
       if (n >= 0 && size != n) {
@@ -457,7 +457,7 @@ VecFn vmap(const VecFn& fun, const std::vector<int>& in_axes_arg,
         }
         Shape shape = v.shape();
         if (want > static_cast<int>(shape.size())) {
-          throw std::invalid_argument("[vmap] out_axes " + std::to_string(want) +
+          throw std::out_of_range("[vmap] out_axes " + std::to_string(want) +
                                       " is out of range for output " + std::to_string(o));
         }
         shape.insert(shape.begin() + want, n);
@@ -470,7 +470,7 @@ VecFn vmap(const VecFn& fun, const std::vector<int>& in_axes_arg,
                                     " depends on a mapped input but its out_axes is -1");
       }
       if (want >= static_cast<int>(v.ndim())) {
-        throw std::invalid_argument("[vmap] out_axes " + std::to_string(want) +
+        throw std::out_of_range("[vmap] out_axes " + std::to_string(want) +
                                     " is out of range for output " + std::to_string(o));
       }
       results.push_back(ax == want ? v : moveaxis(v, ax, want));

@@ -256,7 +256,7 @@ TEST(Reduce, ScalarsAndEmpty) {
   EXPECT_EQ(max(s).item<float>(), 4.0f);
   EXPECT_EQ(prod(array(3, int8)).dtype(), int32);
   EXPECT_EQ(argmax(s).item<uint32_t>(), 0u);
-  EXPECT_THROW(sum(s, 0), std::invalid_argument);
+  EXPECT_THROW(sum(s, 0), std::out_of_range);
 
   array e = reshape(array({1.f}), {1, 1});
   e = slice(e, {0, 0}, {0, 1});  // shape (0, 1)
@@ -279,21 +279,21 @@ TEST(Reduce, ScalarsAndEmpty) {
 
 TEST(Reduce, AxisErrors) {
   array x({1.f, 2.f, 3.f, 4.f, 5.f, 6.f}, {2, 3});
-  EXPECT_THROW(sum(x, 2), std::invalid_argument);
-  EXPECT_THROW(sum(x, -3), std::invalid_argument);
+  EXPECT_THROW(sum(x, 2), std::out_of_range);
+  EXPECT_THROW(sum(x, -3), std::out_of_range);
   EXPECT_THROW(sum(x, {0, 0}), std::invalid_argument);
   EXPECT_THROW(sum(x, {1, -1}), std::invalid_argument);
-  EXPECT_THROW(mean(x, 5), std::invalid_argument);
-  EXPECT_THROW(var(x, 5), std::invalid_argument);
+  EXPECT_THROW(mean(x, 5), std::out_of_range);
+  EXPECT_THROW(var(x, 5), std::out_of_range);
   EXPECT_THROW(logsumexp(x, {0, -2}), std::invalid_argument);
-  EXPECT_THROW(argmax(x, 2), std::invalid_argument);
-  EXPECT_THROW(count_nonzero(x, 3), std::invalid_argument);
-  EXPECT_THROW(softmax(x, 2), std::invalid_argument);
+  EXPECT_THROW(argmax(x, 2), std::out_of_range);
+  EXPECT_THROW(count_nonzero(x, 3), std::out_of_range);
+  EXPECT_THROW(softmax(x, 2), std::out_of_range);
   EXPECT_THROW(all(x, {0, 1, 0}), std::invalid_argument);
   try {
     max(x, 7);
     FAIL() << "no exception";
-  } catch (const std::invalid_argument& e) {
+  } catch (const std::out_of_range& e) {
     EXPECT_NE(std::string(e.what()).find("[max]"), std::string::npos) << e.what();
   }
   try {
@@ -610,7 +610,7 @@ TEST(Reduce, Trace) {
   EXPECT_THROW(trace(array({1.f, 2.f})), std::invalid_argument);
   EXPECT_THROW(trace(m, 0, 1, 1), std::invalid_argument);
   EXPECT_THROW(trace(m, 0, 1, -1), std::invalid_argument);
-  EXPECT_THROW(trace(m, 0, 0, 2), std::invalid_argument);
+  EXPECT_THROW(trace(m, 0, 0, 2), std::out_of_range);
 }
 
 // ---- median, minmax, number_of_elements ------------------------------------
@@ -631,7 +631,7 @@ TEST(Median, AgainstHandValuesOnEachDevice) {
     EXPECT_EQ(median(array({1.f, 2.f}, bfloat16)).dtype(), bfloat16);
     EXPECT_TRUE(std::isnan(median(array({3.f, NAN, 1.f})).item<float>()));
     EXPECT_THROW(median(zeros({0})), std::invalid_argument);
-    EXPECT_THROW(median(array({1.f}), 1), std::invalid_argument);
+    EXPECT_THROW(median(array({1.f}), 1), std::out_of_range);
   });
 }
 
@@ -659,5 +659,5 @@ TEST(NumberOfElements, OverAxesAndTheirComplement) {
   array f = number_of_elements(x, {-1}, false, float32);
   EXPECT_EQ(f.dtype(), float32);
   EXPECT_EQ(f.item<float>(), 4.f);
-  EXPECT_THROW(number_of_elements(x, {3}, false), std::invalid_argument);
+  EXPECT_THROW(number_of_elements(x, {3}, false), std::out_of_range);
 }

@@ -102,7 +102,7 @@ TEST(Shape, FlattenUnflatten) {
   EXPECT_THROW(unflatten(x, 1, {-1, -1}), std::invalid_argument);
   EXPECT_THROW(unflatten(x, 1, {2, -1}), std::invalid_argument);
   EXPECT_THROW(unflatten(x, 1, {}), std::invalid_argument);
-  EXPECT_THROW(unflatten(x, 3, {3}), std::invalid_argument);
+  EXPECT_THROW(unflatten(x, 3, {3}), std::out_of_range);
   EXPECT_THROW(unflatten(x, 1, {0, -1}), std::invalid_argument);
 }
 
@@ -129,11 +129,11 @@ TEST(Shape, SqueezeExpandDims) {
   EXPECT_EQ(ptr(squeeze(t)), ptr(base));
   array x = array({1.f, 2.f, 3.f}, {1, 3});
   EXPECT_THROW(squeeze(x, 1), std::invalid_argument);
-  EXPECT_THROW(squeeze(x, 2), std::invalid_argument);
+  EXPECT_THROW(squeeze(x, 2), std::out_of_range);
   EXPECT_THROW(squeeze(x, {0, 0}), std::invalid_argument);
-  EXPECT_THROW(expand_dims(x, 3), std::invalid_argument);
+  EXPECT_THROW(expand_dims(x, 3), std::out_of_range);
   EXPECT_THROW(expand_dims(x, {1, 1}), std::invalid_argument);
-  EXPECT_THROW(expand_dims(x, -4), std::invalid_argument);
+  EXPECT_THROW(expand_dims(x, -4), std::out_of_range);
 }
 
 TEST(Shape, ReshapeViewsAndCopies) {
@@ -178,10 +178,10 @@ TEST(Shape, TransposeSwapMove) {
   array x = array({1.f, 2.f}, {1, 2});
   EXPECT_THROW(transpose(x, {0}), std::invalid_argument);
   EXPECT_THROW(transpose(x, {0, 0}), std::invalid_argument);
-  EXPECT_THROW(transpose(x, {0, 2}), std::invalid_argument);
-  EXPECT_THROW(swapaxes(x, 0, 2), std::invalid_argument);
-  EXPECT_THROW(moveaxis(x, -3, 0), std::invalid_argument);
-  EXPECT_THROW(moveaxis(x, 0, 2), std::invalid_argument);
+  EXPECT_THROW(transpose(x, {0, 2}), std::out_of_range);
+  EXPECT_THROW(swapaxes(x, 0, 2), std::out_of_range);
+  EXPECT_THROW(moveaxis(x, -3, 0), std::out_of_range);
+  EXPECT_THROW(moveaxis(x, 0, 2), std::out_of_range);
 }
 
 TEST(Shape, TransposedCopiesAllSizes) {
@@ -247,7 +247,7 @@ TEST(Shape, DynamicSlice) {
   EXPECT_THROW(slice(x, array({true}), {0}, {1, 1}), std::invalid_argument);
   EXPECT_THROW(slice(x, array({1, 1}), {0}, {1, 1}), std::invalid_argument);
   EXPECT_THROW(slice(x, array({1, 1}), {0, 0}, {1, 1}), std::invalid_argument);
-  EXPECT_THROW(slice(x, array({1}), {2}, {1, 1}), std::invalid_argument);
+  EXPECT_THROW(slice(x, array({1}), {2}, {1, 1}), std::out_of_range);
   EXPECT_THROW(slice(x, array({1}), {0}, {1}), std::invalid_argument);
   EXPECT_THROW(slice(x, array({1}), {0}, {3, 1}), std::invalid_argument);
   EXPECT_THROW(slice(x, array({1}), {0}, {-1, 1}), std::invalid_argument);
@@ -334,7 +334,7 @@ TEST(Shape, SliceUpdateDynamic) {
   array m = array({1, 2, 3, 4}, {2, 2});
   EXPECT_THROW(slice_update(m, array({1}), array({0.5f}), {0}), std::invalid_argument);
   EXPECT_THROW(slice_update(m, array({1}), array({0, 0}), {0}), std::invalid_argument);
-  EXPECT_THROW(slice_update(m, array({1}), array({0}), {2}), std::invalid_argument);
+  EXPECT_THROW(slice_update(m, array({1}), array({0}), {2}), std::out_of_range);
   EXPECT_THROW(slice_update(m, array({1, 2, 3}), array({0}), {0}), std::invalid_argument);
   EXPECT_THROW(slice_update(m, array({1}, {1, 1, 1}), array({0}), {0}), std::invalid_argument);
 }
@@ -378,11 +378,11 @@ TEST(Shape, Concatenate) {
   EXPECT_EQ(got[3], std::complex<double>(1, 2));
   EXPECT_EQ(got[1], std::complex<double>(3, -4));
   EXPECT_THROW(concatenate(std::vector<array>{}, 0), std::invalid_argument);
-  EXPECT_THROW(concatenate({array(1), array(2)}, 0), std::invalid_argument);
+  EXPECT_THROW(concatenate({array(1), array(2)}, 0), std::out_of_range);
   EXPECT_THROW(concatenate({array({1, 2}), array({1, 2}, {1, 2})}, 0), std::invalid_argument);
   EXPECT_THROW(concatenate({array({1, 2}, {1, 2}), array({1, 2, 3}, {1, 3})}, 0),
                std::invalid_argument);
-  EXPECT_THROW(concatenate({array({1, 2}), array({1, 2})}, 1), std::invalid_argument);
+  EXPECT_THROW(concatenate({array({1, 2}), array({1, 2})}, 1), std::out_of_range);
   EXPECT_EQ(concatenate({array(1), array({2, 3})}).shape(), (Shape{3}));
 }
 
@@ -400,7 +400,7 @@ TEST(Shape, StackSplitUnstack) {
         [](const Ref& r) { return Ref{{3}, {r.v[0], r.v[0], r.v[0]}}; });
   EXPECT_THROW(stack({}), std::invalid_argument);
   EXPECT_THROW(stack({array({1, 2}), array({1, 2, 3})}), std::invalid_argument);
-  EXPECT_THROW(stack({array({1, 2})}, 2), std::invalid_argument);
+  EXPECT_THROW(stack({array({1, 2})}, 2), std::out_of_range);
 
   Shape t{6, 4};
   for (int k = 0; k < 3; ++k) {
@@ -427,8 +427,8 @@ TEST(Shape, StackSplitUnstack) {
   EXPECT_EQ(split(x, 1).size(), 1u);
   EXPECT_THROW(split(x, 3), std::invalid_argument);
   EXPECT_THROW(split(x, 0), std::invalid_argument);
-  EXPECT_THROW(split(x, 2, 1), std::invalid_argument);
-  EXPECT_THROW(split(array(1), 1), std::invalid_argument);
+  EXPECT_THROW(split(x, 2, 1), std::out_of_range);
+  EXPECT_THROW(split(array(1), 1), std::out_of_range);
 
   for (int k = 0; k < 4; ++k) {
     check("unstack -1", t, [k](const array& x) { return unstack(x, -1)[k]; },
@@ -437,8 +437,8 @@ TEST(Shape, StackSplitUnstack) {
   EXPECT_EQ(unstack(x).size(), 10u);
   EXPECT_EQ(unstack(x)[3].shape(), Shape{});
   EXPECT_TRUE(unstack(from_doubles({}, {0, 2}, float32)).empty());
-  EXPECT_THROW(unstack(array(1)), std::invalid_argument);
-  EXPECT_THROW(unstack(x, 1), std::invalid_argument);
+  EXPECT_THROW(unstack(array(1)), std::out_of_range);
+  EXPECT_THROW(unstack(x, 1), std::out_of_range);
 }
 
 TEST(Shape, RepeatTile) {
@@ -470,7 +470,7 @@ TEST(Shape, RepeatTile) {
   array x = array({1, 2});
   EXPECT_EQ(tile(x, {0}).shape(), (Shape{0}));
   EXPECT_THROW(repeat(x, -1), std::invalid_argument);
-  EXPECT_THROW(repeat(x, 2, 1), std::invalid_argument);
+  EXPECT_THROW(repeat(x, 2, 1), std::out_of_range);
   EXPECT_THROW(tile(x, {-1}), std::invalid_argument);
 }
 
@@ -548,7 +548,7 @@ TEST(Shape, Flip) {
   array f = flip(x);
   eval(f);
   EXPECT_EQ(f.buffer().raw_ptr(), x.buffer().raw_ptr());  // a view
-  EXPECT_THROW(flip(x, 2), std::invalid_argument);
+  EXPECT_THROW(flip(x, 2), std::out_of_range);
   EXPECT_THROW(flip(x, {0, -2}), std::invalid_argument);
 }
 
@@ -580,9 +580,9 @@ TEST(Shape, Roll) {
   check("roll 0-d", {}, [](const array& x) { return roll(x, 3); }, same_values({}));
   check("roll empty", {0, 3}, [](const array& x) { return roll(x, 2, 0); }, same_values({0, 3}));
   array x = array({1, 2, 3});
-  EXPECT_THROW(roll(x, 1, 1), std::invalid_argument);
+  EXPECT_THROW(roll(x, 1, 1), std::out_of_range);
   EXPECT_THROW(roll(x, Shape{1, 2}, std::vector<int>{0, 0, 0}), std::invalid_argument);
-  EXPECT_THROW(roll(array(1), 1, 0), std::invalid_argument);
+  EXPECT_THROW(roll(array(1), 1, 0), std::out_of_range);
 }
 
 TEST(Shape, AtLeast) {
@@ -635,7 +635,7 @@ TEST(Shape, Diagonal) {
   EXPECT_THROW(diagonal(array({1, 2})), std::invalid_argument);
   EXPECT_THROW(diagonal(x, 0, 1, 1), std::invalid_argument);
   EXPECT_THROW(diagonal(x, 0, -1, 1), std::invalid_argument);
-  EXPECT_THROW(diagonal(x, 0, 0, 2), std::invalid_argument);
+  EXPECT_THROW(diagonal(x, 0, 0, 2), std::out_of_range);
 }
 
 TEST(Shape, DiagFromVector) {

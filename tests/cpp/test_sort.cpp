@@ -378,8 +378,8 @@ TEST(Sort, FlattenedOverloadsAndErrors) {
   harness::expect_values(topk(x, 1), {3}, "topk flattened");
   harness::expect_values(partition(x, 1), {0, 1, 2, 3}, "partition flattened", 0, 0);
   EXPECT_EQ(topk(x, 0, 1).shape(), Shape({2, 0}));
-  EXPECT_THROW(sort(x, 2), std::invalid_argument);
-  EXPECT_THROW(argsort(array(1.f), 0), std::invalid_argument);
+  EXPECT_THROW(sort(x, 2), std::out_of_range);
+  EXPECT_THROW(argsort(array(1.f), 0), std::out_of_range);
   EXPECT_THROW(partition(x, 2, 1), std::invalid_argument);
   EXPECT_THROW(argpartition(x, -3, 1), std::invalid_argument);
   EXPECT_THROW(topk(x, 3, 1), std::invalid_argument);

@@ -111,7 +111,7 @@ def test_eval_over_trees_and_memory_functions():
 @pytest.mark.parametrize("call,kind", [
     (lambda: mx.add(mx.zeros((2, 3)), mx.zeros((4,))), ValueError),
     (lambda: mx.reshape(mx.zeros(6), (4, 2)), ValueError),
-    (lambda: mx.sum(mx.zeros((2, 3)), axis=3), ValueError),
+    (lambda: mx.sum(mx.zeros((2, 3)), axis=3), IndexError),
     (lambda: mx.matmul(mx.zeros((2, 3)), mx.zeros((4, 5))), ValueError),
     (lambda: mx.zeros((2, 3))[5], IndexError),
     (lambda: mx.array([[1], [2, 3]]), ValueError),

@@ -63,6 +63,32 @@ def test_nested_lists_too_deep_or_containing_themselves_raise():
     still_works()
 
 
+def test_eval_of_trees_that_contain_themselves_raises_and_deep_trees_evaluate():
+    x = [mx.ones(2)]
+    x.append(x)
+    d = {"a": mx.ones(1)}
+    d["self"] = d
+    for f, name in ((mx.eval, "eval"), (mx.async_eval, "async_eval")):
+        for tree in (x, d, (1, [x])):
+            with pytest.raises(ValueError, match=rf"\[{name}\] the argument contains itself"):
+                f(tree)
+    mx.eval(x[0])
+    with pytest.raises(ValueError, match=r"\[get_array_buffer_size\] the argument contains"):
+        mx.get_array_buffer_size(x)
+    # A list held twice is not a cycle; 200,000 levels of lists evaluate.
+    shared = [mx.arange(3) + 1]
+    mx.eval([shared, shared], {"k": (shared,)})
+    deep = [mx.arange(3) * 2]
+    for _ in range(200000):
+        deep = [deep]
+    mx.eval(deep)
+    leaf = deep
+    while isinstance(leaf, list):
+        leaf = leaf[0]
+    assert leaf.tolist() == [0, 2, 4]
+    still_works()
+
+
 def test_set_printoptions_is_bounded():
     before = mx.get_printoptions().precision
     try:
@@ -122,11 +148,11 @@ def test_shape_entries_beyond_int32_raise_overflow_error(make):
 
 
 def test_shapes_whose_size_overflows_raise():
-    with pytest.raises(ValueError, match=r"\[array\].*overflows"):
+    with pytest.raises(ValueError, match=r"\[broadcast_to\].*overflows"):
         mx.broadcast_to(mx.ones(1), (4, 2**31 - 1, 2**31 - 1))
-    with pytest.raises(ValueError, match=r"\[array\].*overflows"):
+    with pytest.raises(ValueError, match=r"\[broadcast_to\].*overflows"):
         mx.broadcast_to(mx.ones(1), (2**31 - 1,) * 3)
-    with pytest.raises(ValueError, match=r"\[array\].*overflows"):
+    with pytest.raises(ValueError, match=r"\[(array|zeros)\].*overflows"):
         mx.zeros((2**31 - 1, 2**31 - 1, 2**31 - 1))
     still_works()
 
@@ -345,4 +371,32 @@ def test_safetensors_bool_bytes_and_bad_headers(tmp_path):
         mx.load(str(bad))
     with pytest.raises(ValueError, match=r"\[save_safetensors\].*__metadata__"):
         mx.save_safetensors(str(tmp_path / "m.safetensors"), {"__metadata__": mx.ones(2)})
+    still_works()
+
+
+def test_conversion_errors_name_the_function_called(tmp_path, monkeypatch):
+    # Every function of the core modules given a str or an object where an
+    # array is expected names itself (or the op it calls), never the conversion.
+    monkeypatch.chdir(tmp_path)  # savez("x") writes x.npz
+    named_array = []
+    modules = [(mx, ""), (mx.linalg, "linalg."), (mx.fft, "fft."), (mx.random, "random."), (mx.fast, "fast.")]
+    for module, prefix in modules:
+        for name in dir(module):
+            f = getattr(module, name)
+            if name.startswith("_") or not callable(f) or isinstance(f, type) or name in (
+                    "set_default_device", "set_default_stream", "synchronize"):
+                continue
+            for args in (("x",), (mx.ones((2, 2)), "x"), ([object()],)):
+                try:
+                    f(*args)
+                except (ValueError, TypeError, IndexError, OverflowError, RuntimeError) as e:
+                    if str(e).startswith("[array]"):
+                        named_array.append(prefix + name)
+    assert named_array == []
+    with pytest.raises(ValueError, match=r"^\[add\] cannot convert an object of type NoneType"):
+        mx.add(mx.ones(2), None)
+    with pytest.raises(ValueError, match=r"^\[multiply\] cannot convert an object of type str"):
+        mx.ones(2) * "a"
+    with pytest.raises(ValueError, match=r"^\[linalg::inv\]|^\[inv\]"):
+        mx.linalg.inv("x")
     still_works()

@@ -134,7 +134,7 @@ def test_vmap_matches_a_loop(rng):
         np.testing.assert_allclose(np.array(vg[i]), np.array(mx.grad(h)(mx.array(x[i]))), rtol=1e-6)
     with pytest.raises(ValueError):
         mx.vmap(f, in_axes=(None, None))(mx.array(x), mx.array(y))
-    with pytest.raises(ValueError):
+    with pytest.raises(IndexError, match=r"\[vmap\] in_axes 3"):
         mx.vmap(f, in_axes=(3, 0))(mx.array(x), mx.array(y))
 
 

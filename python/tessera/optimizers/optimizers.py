@@ -127,7 +127,11 @@ class Optimizer:
             self._schedulers[name] = param
             parameter = param(self.step)
         else:
-            parameter = mx.array(param)
+            try:
+                parameter = mx.array(param)
+            except (TypeError, ValueError):
+                raise ValueError(f"[{type(self).__name__}] {name} must be a number, an array or "
+                                 f"a schedule, got {param!r}") from None
         self.state[name] = parameter
 
 

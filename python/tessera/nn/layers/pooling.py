@@ -7,20 +7,20 @@ import tessera.core as mx
 from tessera.nn.layers.base import Module, _int_tuple
 
 
-def sliding_windows(x, window_shape, window_strides, window_dilation=None):
-    """View of ``x (N, *spatial, C)`` as ``(N, *out_spatial, *window, C)``."""
+def sliding_windows(x, window_shape, window_strides, window_dilation=None, op="sliding_windows"):
+    """View of ``x (N, *spatial, C)`` as ``(N, *out_spatial, *window, C)``; errors name `op`."""
     if x.ndim < 3:
-        raise ValueError(f"[sliding_windows] expected an input of at least 3 dims "
+        raise ValueError(f"[{op}] expected an input of at least 3 dims "
                          f"(N, *spatial, C) but got shape {x.shape}")
     spatial_dims = x.shape[1:-1]
     if not (len(spatial_dims) == len(window_shape) == len(window_strides)):
-        raise ValueError(f"[sliding_windows] the window {window_shape} and strides "
+        raise ValueError(f"[{op}] the window {window_shape} and strides "
                          f"{window_strides} do not match the spatial dims {spatial_dims}")
     dilation = window_dilation or (1,) * len(window_shape)
     for name, values in (("window_shape", window_shape), ("window_strides", window_strides),
                          ("window_dilation", dilation)):
         if any(v <= 0 for v in values):
-            raise ValueError(f"[sliding_windows] {name} must be positive but is {tuple(values)}")
+            raise ValueError(f"[{op}] {name} must be positive but is {tuple(values)}")
     x = mx.contiguous(x)
     strides = [1] * x.ndim  # row-major, in elements
     for i in range(x.ndim - 2, -1, -1):
@@ -29,7 +29,7 @@ def sliding_windows(x, window_shape, window_strides, window_dilation=None):
     for size, k, s, d in zip(spatial_dims, window_shape, window_strides, dilation):
         span = (k - 1) * d + 1
         if span > size:
-            raise ValueError(f"[sliding_windows] the window (span {span}) is larger than the "
+            raise ValueError(f"[{op}] the window (span {span}) is larger than the "
                              f"input size {size}")
         out.append((size - span) // s + 1)
     final_shape = (x.shape[0], *out, *window_shape, x.shape[-1])
@@ -60,10 +60,14 @@ class _Pool(Module):
                 f"padding={self._padding}")
 
     def __call__(self, x):
+        n = len(self._kernel_size)
+        if x.ndim != n + 2:
+            raise ValueError(f"[{type(self).__name__}] expected an input of {n + 2} dims "
+                             f"(N, *spatial, C) but got shape {x.shape}")
         if any(p > 0 for p in self._padding):
             pad = [(0, 0)] + [(p, p) for p in self._padding] + [(0, 0)]
             x = mx.pad(x, pad, constant_values=self._padding_value)
-        x = sliding_windows(x, self._kernel_size, self._stride)
+        x = sliding_windows(x, self._kernel_size, self._stride, op=type(self).__name__)
         return self._pooling_function(x, self._axes)
 
 
