@@ -15,7 +15,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from measure import report  # noqa: E402
+from measure import report, timings  # noqa: E402
 
 import tessera.core as mx  # noqa: E402
 
@@ -35,18 +35,7 @@ def chain10(x):
 def timed(f, reps=9, warmup=2, sync=None):
     """(median, best) wall time of reps calls of f after warmup calls; on a
     shared CPU the best is the steadier figure."""
-    for _ in range(warmup):
-        f()
-    if sync:
-        sync()
-    t = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        f()
-        if sync:
-            sync()
-        t.append(time.perf_counter() - t0)
-    t.sort()
+    t = timings(f, reps, warmup, sync)
     return t[len(t) // 2], t[0]
 
 

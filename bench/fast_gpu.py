@@ -16,7 +16,7 @@ counts the bytes of k and v.
 """
 import sys
 
-from measure import report, time_median
+from measure import report, run_framework, time_median
 
 FRAMEWORK = sys.argv[1] if len(sys.argv) > 1 else "tessera"
 FILTERS = sys.argv[2:]
@@ -193,14 +193,7 @@ def run_torch():
 
 
 def main():
-    if FRAMEWORK == "torch":
-        run_torch()
-    elif FRAMEWORK == "mlx":
-        import mlx.core as mx
-        run_mlx_api(mx)
-    else:
-        import tessera.core as mx
-        run_mlx_api(mx)
+    run_framework(FRAMEWORK, run_torch, run_mlx_api)
 
 
 if __name__ == "__main__":

@@ -9,18 +9,11 @@ chain from C++.
 """
 import argparse
 import json
-import time
+import os
+import sys
 
-
-def median_per_op(run, n, reps):
-    run(min(n, 100))  # warm-up: first use of the device, caches
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        run(n)
-        times.append(time.perf_counter() - t0)
-    times.sort()
-    return times[len(times) // 2] / n * 1e6
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from measure import per_op_us  # noqa: E402
 
 
 def tessera_chain(mx, device):
@@ -56,7 +49,7 @@ def main():
     rows = []
     devices = [("cpu", mx.cpu)] + ([("gpu", mx.gpu)] if mx.is_available(mx.gpu) else [])
     for name, device in devices:
-        us = median_per_op(tessera_chain(mx, device), args.n, args.reps)
+        us = per_op_us(tessera_chain(mx, device), args.n, args.reps)
         rows.append(("tessera", name, us))
     try:
         import torch
@@ -64,7 +57,7 @@ def main():
         torch = None
     if torch is not None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
-        us = median_per_op(torch_chain(torch, device), args.n, args.reps)
+        us = per_op_us(torch_chain(torch, device), args.n, args.reps)
         rows.append((f"PyTorch {torch.__version__}", device, us))
     for who, device, us in rows:
         print(json.dumps({"name": f"scalar_add_chain_{device}", "framework": who,

@@ -4,8 +4,8 @@ import json
 import time
 
 
-def time_median(f, reps=7, warmup=2, sync=None):
-    """The median wall time of reps calls of f after warmup calls; sync (when
+def timings(f, reps=7, warmup=2, sync=None):
+    """The sorted wall times of reps calls of f after warmup calls; sync (when
     given) waits for work that f leaves queued, before and after each call."""
     for _ in range(warmup):
         f()
@@ -19,8 +19,35 @@ def time_median(f, reps=7, warmup=2, sync=None):
             sync()
         t.append(time.perf_counter() - t0)
     t.sort()
+    return t
+
+
+def time_median(f, reps=7, warmup=2, sync=None):
+    """The median of timings(f, reps, warmup, sync)."""
+    t = timings(f, reps, warmup, sync)
     return t[len(t) // 2]
+
+
+def per_op_us(run, n, reps=5):
+    """Microseconds per op of run(n), a chain of n ops: the median of reps runs
+    after a short run that warms the device and the caches."""
+    run(min(n, 100))
+    t = timings(lambda: run(n), reps=reps, warmup=0)
+    return t[len(t) // 2] / n * 1e6
 
 
 def report(name, seconds, work, unit):
     print(json.dumps({"name": name, "seconds": seconds, "work": work, "unit": unit}), flush=True)
+
+
+def run_framework(framework, run_torch, run_mlx_api):
+    """Runs one framework's side of a peer benchmark: PyTorch through run_torch(),
+    MLX or Tessera (the same MLX-API code) through run_mlx_api(mx)."""
+    if framework == "torch":
+        run_torch()
+    elif framework == "mlx":
+        import mlx.core as mx
+        run_mlx_api(mx)
+    else:
+        import tessera.core as mx
+        run_mlx_api(mx)

@@ -17,7 +17,7 @@ in one evaluation, so that launch latency and the L2 cache do not count.
 """
 import sys
 
-from measure import report, time_median
+from measure import report, run_framework, time_median
 
 FRAMEWORK = sys.argv[1] if len(sys.argv) > 1 else "tessera"
 FILTERS = sys.argv[2:]
@@ -107,14 +107,7 @@ def run_torch():
 
 
 def main():
-    if FRAMEWORK == "torch":
-        run_torch()
-    elif FRAMEWORK == "mlx":
-        import mlx.core as mx
-        run_mlx_api(mx)
-    else:
-        import tessera.core as mx
-        run_mlx_api(mx)
+    run_framework(FRAMEWORK, run_torch, run_mlx_api)
 
 
 if __name__ == "__main__":

@@ -5,18 +5,15 @@ microseconds per op, the median of 5 runs.
 
     .venv/bin/python bench/python_overhead.py
 """
-import time
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from measure import per_op_us  # noqa: E402
 
 
 def per_op(run, n=10_000, reps=5):
-    run(100)
-    t = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        run(n)
-        t.append(time.perf_counter() - t0)
-    t.sort()
-    return t[len(t) // 2] / n * 1e6
+    return per_op_us(run, n, reps)
 
 
 def main():

@@ -28,22 +28,17 @@ using namespace tessera;
 using namespace tessera::gpu;
 using bf16 = __nv_bfloat16;
 
-#define CK(x)                                                                          \
+// Exits with the file, line, call and error when a CUDA or cuBLAS call fails.
+#define CHECKED(x, ok, describe)                                                        \
   do {                                                                                 \
-    cudaError_t e = (x);                                                               \
-    if (e != cudaSuccess) {                                                            \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e)); \
+    auto e = (x);                                                                      \
+    if (e != ok) {                                                                     \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, describe(e));     \
       std::exit(1);                                                                    \
     }                                                                                  \
   } while (0)
-#define CB(x)                                                               \
-  do {                                                                      \
-    cublasStatus_t e = (x);                                                 \
-    if (e != CUBLAS_STATUS_SUCCESS) {                                       \
-      std::fprintf(stderr, "%s:%d %s: cublas %d\n", __FILE__, __LINE__, #x, int(e)); \
-      std::exit(1);                                                         \
-    }                                                                       \
-  } while (0)
+#define CK(x) CHECKED(x, cudaSuccess, cudaGetErrorString)
+#define CB(x) CHECKED(x, CUBLAS_STATUS_SUCCESS, cublasGetStatusString)
 
 namespace {
 

@@ -10,6 +10,7 @@
 #include "tessera/ops/primitives/compiled.h"
 #include "tessera/ops/primitives/copy.h"
 #include "tessera/ops/primitives/unary.h"
+#include "tessera/ops/rules/composite.h"
 #include "tessera/transforms/transforms.h"
 
 namespace tessera {
@@ -120,20 +121,14 @@ std::vector<array> Compiled::vjp(const std::vector<array>& primals,
                                  const std::vector<array>& cotangents,
                                  const std::vector<int>& argnums, const std::vector<array>&) {
   auto fun = [this](const std::vector<array>& x) { return std::vector<array>{unfused(x)}; };
-  auto all = tessera::vjp(fun, primals, cotangents).second;
-  std::vector<array> vjps;
-  for (int i : argnums) vjps.push_back(all[i]);
-  return vjps;
+  return rules::composite_vjp(fun, primals, cotangents, argnums);
 }
 
 std::vector<array> Compiled::jvp(const std::vector<array>& primals,
                                  const std::vector<array>& tangents,
                                  const std::vector<int>& argnums) {
-  std::vector<array> all;
-  for (const array& p : primals) all.push_back(zeros_like(p, stream()));
-  for (size_t k = 0; k < argnums.size(); ++k) all[argnums[k]] = tangents[k];
   auto fun = [this](const std::vector<array>& x) { return std::vector<array>{unfused(x)}; };
-  return tessera::jvp(fun, primals, all).second;
+  return rules::composite_jvp(fun, primals, tangents, argnums, stream());
 }
 
 std::pair<std::vector<array>, std::vector<int>> Compiled::vmap(const std::vector<array>& inputs,

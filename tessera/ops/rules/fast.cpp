@@ -12,6 +12,7 @@
 #include "tessera/core/eval.h"
 #include "tessera/core/gpu.h"
 #include "tessera/ops/ops.h"
+#include "tessera/ops/rules/composite.h"
 #include "tessera/transforms/transforms.h"
 
 namespace tessera::fast {
@@ -47,19 +48,13 @@ void Custom::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outp
 std::vector<array> Custom::vjp(const std::vector<array>& primals,
                                const std::vector<array>& cotangents,
                                const std::vector<int>& argnums, const std::vector<array>&) {
-  auto all = tessera::vjp(fallback_, primals, cotangents).second;
-  std::vector<array> out;
-  for (int i : argnums) out.push_back(all[i]);
-  return out;
+  return rules::composite_vjp(fallback_, primals, cotangents, argnums);
 }
 
 std::vector<array> Custom::jvp(const std::vector<array>& primals,
                                const std::vector<array>& tangents,
                                const std::vector<int>& argnums) {
-  std::vector<array> full;
-  for (auto& p : primals) full.push_back(zeros_like(p));
-  for (size_t k = 0; k < argnums.size(); ++k) full[argnums[k]] = tangents[k];
-  return tessera::jvp(fallback_, primals, full).second;
+  return rules::composite_jvp(fallback_, primals, tangents, argnums, {});
 }
 
 std::pair<std::vector<array>, std::vector<int>> Custom::vmap(const std::vector<array>& inputs,
