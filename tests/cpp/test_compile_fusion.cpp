@@ -145,6 +145,7 @@ TEST(CompileFusion, EveryOpAndDtypeMatchesUncompiled) {
 TEST(CompileFusion, AChainIsOneNode) {
   ModeGuard guard;
   harness::on_each_device([] {
+    enable_compile();  // the previous device's pass ended in no_fuse
     auto f = [](const std::vector<array>& x) {
       array h = tanh(x[0] * x[1] + 1.0f) * 0.5f;
       return std::vector<array>{where(h > 0.1f, h, -h) - exp(x[1])};
@@ -213,7 +214,13 @@ TEST(CompileFusion, ManyDimensions) {
     eval({a, b});
     auto got = compile(f)({a, b});
     EXPECT_EQ(count_fused(got), 1u);
-    expect_same(got[0], f({a, b})[0], 2e-6, "18 dimensions");
+    // The unfused GPU kernels take at most 8 dimensions that do not merge:
+    // there the reference is the CPU's.
+    array want = [&] {
+      StreamContext cpu(Device::cpu);
+      return f({a, b})[0];
+    }();
+    expect_same(got[0], want, 2e-6, "18 dimensions");
   });
 }
 
