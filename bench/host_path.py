@@ -1,22 +1,25 @@
 """The host cost of one op from Python: a chain of 10,000 scalar adds
 (`x = x + 1.0`), built and then evaluated, on the CPU and on the GPU where there
-is one; in PyTorch too when it imports (eager, on CUDA where available, else
-the CPU). Prints microseconds per op, the median of several runs, one JSON
-line per figure and a table at the end. build/bench/host_path times the same
-chain from C++.
+is one. Written once against the MLX API, so that the same code measures
+Tessera and MLX; PyTorch (eager) runs the same chain. One framework per process,
+one JSON line per device, seconds per op, the median of several runs
+(scripts/gpu-peers host runs the three and prints the ratios).
+build/bench/host_path times the same chain from C++.
 
-    python3 bench/host_path.py [--n 10000] [--reps 9]
+    python3 bench/host_path.py tessera [--n 10000] [--reps 9] > tessera.jsonl
+    python3 bench/host_path.py mlx > mlx.jsonl
+    python3 bench/host_path.py torch > torch.jsonl
+    python3 bench/compare.py tessera.jsonl mlx.jsonl "MLX CUDA"
 """
 import argparse
-import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from measure import per_op_us  # noqa: E402
+from measure import per_op_us, report, run_framework  # noqa: E402
 
 
-def tessera_chain(mx, device):
+def mlx_api_chain(mx, device):
     def run(n):
         with mx.stream(device):
             x = mx.array(0.0)
@@ -41,32 +44,27 @@ def torch_chain(torch, device):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("framework", choices=["tessera", "mlx", "torch"], nargs="?", default="tessera")
     p.add_argument("--n", type=int, default=10_000, help="ops in the chain")
     p.add_argument("--reps", type=int, default=9, help="timed runs (the median is reported)")
     args = p.parse_args()
-    import tessera.core as mx
 
-    rows = []
-    devices = [("cpu", mx.cpu)] + ([("gpu", mx.gpu)] if mx.is_available(mx.gpu) else [])
-    for name, device in devices:
-        us = per_op_us(tessera_chain(mx, device), args.n, args.reps)
-        rows.append(("tessera", name, us))
-    try:
+    def report_us(device, us):
+        report(f"scalar_add_chain_{device}", us / 1e6, 1, "op")
+
+    def run_torch():
         import torch
-    except ImportError:
-        torch = None
-    if torch is not None:
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-        us = per_op_us(torch_chain(torch, device), args.n, args.reps)
-        rows.append((f"PyTorch {torch.__version__}", device, us))
-    for who, device, us in rows:
-        print(json.dumps({"name": f"scalar_add_chain_{device}", "framework": who,
-                          "us_per_op": round(us, 3), "ops": args.n}))
-    print()
-    print("| framework | device | µs per op |")
-    print("|---|---|---|")
-    for who, device, us in rows:
-        print(f"| {who} | {device} | {us:.2f} |")
+        devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+        for device in devices:
+            us = per_op_us(torch_chain(torch, device), args.n, args.reps)
+            report_us("gpu" if device == "cuda" else "cpu", us)
+
+    def run_mlx_api(mx):
+        devices = [("cpu", mx.cpu)] + ([("gpu", mx.gpu)] if mx.is_available(mx.gpu) else [])
+        for name, device in devices:
+            report_us(name, per_op_us(mlx_api_chain(mx, device), args.n, args.reps))
+
+    run_framework(args.framework, run_torch, run_mlx_api)
 
 
 if __name__ == "__main__":
