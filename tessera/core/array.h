@@ -321,7 +321,7 @@ class array::ArrayIterator {
 //   to the caller (who may write it through data<T>() or a writable buffer).
 // Each constant is evaluated and valid on the host, so the GPU's binary
 // kernels take its one element by value (Note [Scalar operands on the GPU]
-// in backend/cuda/binary.cu).
+// of the CUDA backend's binary kernels).
 template <typename T>
 array scalar_operand(T val, Dtype dtype = dtype_of<T>);
 

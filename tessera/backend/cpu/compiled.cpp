@@ -20,6 +20,7 @@
 #include "tessera/backend/common/elementwise.h"
 #include "tessera/backend/common/fused_layout.h"
 #include "tessera/backend/cpu/threading.h"
+#include "tessera/backend/cpu/vector_math.h"
 #include "tessera/core/dispatch.h"
 #include "tessera/ops/primitives/compiled.h"
 
@@ -33,32 +34,20 @@ constexpr int64_t kGrainElements = 1 << 16;
 using StepFn = void (*)(const void* const* args, void* out, int64_t n, const FusedStep& step,
                         Dtype in);
 
-// The functor of a step, with its parameters.
+// The functor of a step, with its parameters in the order of its members
+// (the order fused_params records and the GPU source writes them in).
 template <typename Op>
-Op functor(const FusedStep&) {
-  return Op{};
-}
-template <>
-scalar::Round functor<scalar::Round>(const FusedStep& step) {
-  scalar::Round op;
-  op.decimals = static_cast<int>(step.params[0]);
-  return op;
-}
-template <>
-scalar::NanToNum functor<scalar::NanToNum>(const FusedStep& step) {
-  scalar::NanToNum op;
-  op.nan = step.params[0];
-  op.posinf = step.params[1];
-  op.neginf = step.params[2];
-  return op;
-}
-template <>
-scalar::IsClose functor<scalar::IsClose>(const FusedStep& step) {
-  scalar::IsClose op;
-  op.rtol = step.params[0];
-  op.atol = step.params[1];
-  op.equal_nan = step.params[2] != 0;
-  return op;
+Op functor(const FusedStep& step) {
+  const std::vector<double>& p = step.params;
+  if constexpr (std::is_same_v<Op, scalar::Round>) {
+    return Op{{}, static_cast<int>(p[0])};
+  } else if constexpr (std::is_same_v<Op, scalar::NanToNum>) {
+    return Op{{}, p[0], p[1], p[2]};
+  } else if constexpr (std::is_same_v<Op, scalar::IsClose>) {
+    return Op{{}, p[0], p[1], p[2] != 0};
+  } else {
+    return Op{};
+  }
 }
 
 // The stored result type of Op on operands of stored type In: the functor's
@@ -81,11 +70,7 @@ struct StepOut {
 template <typename Op, typename In>
 void unary_step(const void* const* args, void* out, int64_t n, const FusedStep& step, Dtype) {
   using Out = typename StepOut<Op, In, 1>::type;
-  using C = compute_t<In>;
-  const In* x = static_cast<const In*>(args[0]);
-  Out* y = static_cast<Out*>(out);
-  const Op op = functor<Op>(step);
-  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<Out>(op(static_cast<C>(x[i])));
+  cpu::unary_span(static_cast<const In*>(args[0]), static_cast<Out*>(out), n, functor<Op>(step));
 }
 
 template <typename Op, typename In>

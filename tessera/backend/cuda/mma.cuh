@@ -56,23 +56,24 @@ __device__ __forceinline__ void ldsm_x4_t(uint32_t (&r)[4], uint32_t addr) {
                : "r"(addr));
 }
 
+// One mma.sync of the given shape and operand types (a PTX suffix such as
+// "m16n8k16.row.col.f32.bf16.bf16.f32"): four A registers, two B registers,
+// four float32 accumulators c updated in place.
+#define TESSERA_MMA_SYNC(shape_and_types, c, a, b0, b1)                                   \
+  asm volatile("mma.sync.aligned." shape_and_types                                        \
+               " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"                 \
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                          \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1))
+
 // c += a b for a 16x16 (row) and b 16x8 (col) tile, float32 accumulators.
 template <typename T>
 __device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
                                          uint32_t b1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   if constexpr (Kind<T>::bf16) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    TESSERA_MMA_SYNC("m16n8k16.row.col.f32.bf16.bf16.f32", c, a, b0, b1);
   } else {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    TESSERA_MMA_SYNC("m16n8k16.row.col.f32.f16.f16.f32", c, a, b0, b1);
   }
 #endif
 }
@@ -83,13 +84,11 @@ __device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], 
 __device__ __forceinline__ void mma1688_tf32(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
                                              uint32_t b1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile(
-      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  TESSERA_MMA_SYNC("m16n8k8.row.col.f32.tf32.tf32.f32", c, a, b0, b1);
 #endif
 }
+
+#undef TESSERA_MMA_SYNC
 
 // Two floats rounded to T, x in the low half.
 template <typename T>
@@ -103,22 +102,15 @@ __device__ __forceinline__ uint32_t pack2(float x, float y) {
   }
 }
 
+// T to float, and float to T rounded to nearest even (the constructors of
+// __half and __nv_bfloat16 round so).
 template <typename T>
 __device__ __forceinline__ float to_f(T x) {
-  if constexpr (Kind<T>::bf16) {
-    return __bfloat162float(x);
-  } else {
-    return __half2float(x);
-  }
+  return static_cast<float>(x);
 }
-
 template <typename T>
 __device__ __forceinline__ T from_f(float x) {
-  if constexpr (Kind<T>::bf16) {
-    return __float2bfloat16_rn(x);
-  } else {
-    return __float2half_rn(x);
-  }
+  return T(x);
 }
 
 #endif  // __CUDACC__
