@@ -7,6 +7,7 @@
 #include "tessera/backend/common/elementwise.h"
 #include "tessera/backend/common/strided.h"
 #include "tessera/backend/cpu/threading.h"
+#include "tessera/backend/cpu/vector_math.h"
 #include "tessera/ops/primitives/unary.h"
 
 namespace tessera {
@@ -23,10 +24,20 @@ using unary_out_t = std::conditional_t<
                    tessera::compute_t<In>>,
     In, decltype(std::declval<Op>()(std::declval<tessera::compute_t<In>>()))>;
 
+// A row of n elements at strides inc: through buffers of kRowChunk elements,
+// so that every element goes through unary_span and so has the same value as
+// in a dense array (Note [Vector math]).
 template <typename Op, typename In, typename Out>
-void unary_loop(const In* in, Out* out, int64_t n, const Op& op) {
-  for (int64_t i = 0; i < n; ++i) {
-    out[i] = static_cast<Out>(op(static_cast<tessera::compute_t<In>>(in[i])));
+void unary_strided_row(const In* s, Out* d, int64_t n, int64_t in_inc, int64_t out_inc,
+                       const Op& op) {
+  constexpr int64_t kRowChunk = 256;
+  In a[kRowChunk];
+  Out b[kRowChunk];
+  for (int64_t c = 0; c < n; c += kRowChunk) {
+    const int64_t m = std::min(kRowChunk, n - c);
+    for (int64_t i = 0; i < m; ++i) a[i] = s[(c + i) * in_inc];
+    cpu::unary_span(a, b, m, op);
+    for (int64_t i = 0; i < m; ++i) d[(c + i) * out_inc] = b[i];
   }
 }
 
@@ -48,7 +59,7 @@ void unary_typed(const array& in, array& out, const Op& op) {
     }
     Out* dst = out.data<Out>();
     cpu::parallel_for(n, kGrain, [&](int64_t b, int64_t e) {
-      unary_loop(src + b, dst + b, e - b, op);
+      cpu::unary_span(src + b, dst + b, e - b, op);
     });
     return;
   }
@@ -67,12 +78,9 @@ void unary_typed(const array& in, array& out, const Op& op) {
                             const In* s = src + off[0];
                             Out* d = dst + off[1];
                             if (inc[0] == 1 && inc[1] == 1) {
-                              unary_loop(s, d, n, op);
-                              return;
-                            }
-                            for (int64_t i = 0; i < n; ++i) {
-                              d[i * inc[1]] = static_cast<Out>(
-                                  op(static_cast<tessera::compute_t<In>>(s[i * inc[0]])));
+                              cpu::unary_span(s, d, n, op);
+                            } else {
+                              unary_strided_row(s, d, n, inc[0], inc[1], op);
                             }
                           });
                     });

@@ -1,0 +1,201 @@
+// Note [Vector math]
+// The C library computes one float32 exp or tanh in 5 to 10 ns, which makes
+// every transcendental op on the CPU compute-bound by a factor of ten over its
+// memory traffic (and leaves nothing for compile's fusion to win). Highway's
+// vector routines (hwy/contrib/math, 1 to 4 ulp) compute a whole vector in
+// about the time of one scalar call; Highway picks the widest instruction set
+// of the machine at run time.
+//
+// Each routine is accurate only on a range of arguments (Highway documents it:
+// exp up to +104, sin and cos within ±39000, log on normal positive numbers).
+// A vector with a lane outside the routine's range, NaN included, has those
+// lanes computed again by the scalar functor of backend/common/elementwise.h,
+// so that the special values (inf, NaN, 0, denormals, huge angles) are the C
+// library's. The last partial vector of a span is padded and computed as a
+// whole vector: a value does not depend on where it sits in a span, so the
+// unfused kernels and compile's fused blocks, which split spans differently,
+// compute the same bits.
+//
+// Without Highway (no libhwy-dev when CMake ran) the functions are the scalar
+// functors' loops.
+#include "tessera/backend/cpu/vector_math.h"
+
+#include <cfloat>
+#include <cstring>
+#include <stdexcept>
+
+#if TESSERA_HAVE_HWY
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "tessera/backend/cpu/vector_math.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+#include <hwy/contrib/math/math-inl.h>
+#endif
+
+// Included again once per instruction set by foreach_target.h: what follows
+// until HWY_BEFORE_NAMESPACE is defined once.
+#ifndef TESSERA_VECTOR_MATH_SHARED
+#define TESSERA_VECTOR_MATH_SHARED
+namespace tessera::cpu {
+namespace {
+
+// The arguments each routine is accurate for (lanes outside: the scalar functor).
+struct Range {
+  float lo, hi;
+};
+
+constexpr Range range_of(VectorMath f) {
+  switch (f) {
+    case VectorMath::exp:
+    case VectorMath::expm1:
+      return {-87.0f, 88.0f};  // results neither denormal nor infinite
+    case VectorMath::sigmoid:
+      return {-87.0f, 87.0f};  // exp(-x) in the range of exp
+    case VectorMath::log:
+    case VectorMath::log2:
+    case VectorMath::log10:
+      return {FLT_MIN, FLT_MAX};
+    case VectorMath::log1p:
+      return {0.0f, FLT_MAX};
+    case VectorMath::sin:
+    case VectorMath::cos:
+      return {-39000.0f, 39000.0f};
+    case VectorMath::tanh:
+      return {-FLT_MAX, FLT_MAX};
+    case VectorMath::none:
+      break;
+  }
+  return {0.0f, -1.0f};  // empty: every lane scalar
+}
+
+template <typename Op>
+void scalar_lanes(const float* x, float* y, int64_t n, Range r) {
+  const Op op;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!(x[i] >= r.lo && x[i] <= r.hi)) y[i] = op(x[i]);
+  }
+}
+
+// The scalar functor of f on the lanes of x outside r (all lanes for an empty r).
+void scalar_fixup(VectorMath f, const float* x, float* y, int64_t n, Range r) {
+  switch (f) {
+#define TESSERA_VECTOR_MATH_CASE(OP, NAME) \
+  case VectorMath::NAME:                   \
+    return scalar_lanes<scalar::OP>(x, y, n, r);
+    TESSERA_VECTOR_MATH_OPS(TESSERA_VECTOR_MATH_CASE)
+#undef TESSERA_VECTOR_MATH_CASE
+    case VectorMath::none:
+      break;
+  }
+  throw std::logic_error("[vector_math] no function (bug)");
+}
+
+}  // namespace
+}  // namespace tessera::cpu
+#endif
+
+#if TESSERA_HAVE_HWY
+HWY_BEFORE_NAMESPACE();
+namespace tessera::cpu::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+template <class D, class V>
+HWY_INLINE V apply(VectorMath f, D d, V x) {
+  switch (f) {
+    case VectorMath::exp: return hn::Exp(d, x);
+    case VectorMath::expm1: return hn::Expm1(d, x);
+    case VectorMath::log: return hn::Log(d, x);
+    case VectorMath::log1p: return hn::Log1p(d, x);
+    case VectorMath::log2: return hn::Log2(d, x);
+    case VectorMath::log10: return hn::Log10(d, x);
+    case VectorMath::sin: return hn::Sin(d, x);
+    case VectorMath::cos: return hn::Cos(d, x);
+    case VectorMath::tanh: return hn::Tanh(d, x);
+    case VectorMath::sigmoid: {
+      const V one = hn::Set(d, 1.0f);
+      return one / (one + hn::Exp(d, hn::Neg(x)));
+    }
+    case VectorMath::none: break;
+  }
+  return x;
+}
+
+// apply, with f(±0) = ±0 for the routines that Highway gives +0 at -0.
+template <class D, class V>
+HWY_INLINE V apply_signed(VectorMath f, D d, V x) {
+  const V r = apply(f, d, x);
+  if (f == VectorMath::expm1 || f == VectorMath::sin || f == VectorMath::tanh ||
+      f == VectorMath::log1p) {
+    return hn::IfThenElse(x == hn::Zero(d), x, r);
+  }
+  return r;
+}
+
+// One function per routine, so that the switch is outside the loop.
+template <VectorMath F>
+HWY_NOINLINE void span(const float* x, float* y, int64_t n) {
+  const hn::ScalableTag<float> d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  constexpr Range r = range_of(F);
+  const auto lo = hn::Set(d, r.lo);
+  const auto hi = hn::Set(d, r.hi);
+  // m lanes from src to dst, which may be the same place.
+  auto one = [&](const float* src, float* dst, int64_t m) {
+    const auto v = hn::LoadU(d, src);
+    const auto y = apply_signed(F, d, v);
+    if (hn::AllTrue(d, hn::And(v >= lo, v <= hi))) {
+      hn::StoreU(y, d, dst);
+      return;
+    }
+    HWY_ALIGN float xs[HWY_MAX_BYTES / sizeof(float)];
+    HWY_ALIGN float ys[HWY_MAX_BYTES / sizeof(float)];
+    hn::Store(v, d, xs);
+    hn::Store(y, d, ys);
+    scalar_fixup(F, xs, ys, m, r);
+    std::memcpy(dst, ys, m * sizeof(float));
+  };
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) one(x + i, y + i, lanes);
+  if (i < n) {
+    HWY_ALIGN float in[HWY_MAX_BYTES / sizeof(float)] = {};
+    HWY_ALIGN float out[HWY_MAX_BYTES / sizeof(float)];
+    std::memcpy(in, x + i, (n - i) * sizeof(float));
+    one(in, out, n - i);
+    std::memcpy(y + i, out, (n - i) * sizeof(float));
+  }
+}
+
+void VectorMathSpan(VectorMath f, const float* x, float* y, int64_t n) {
+  switch (f) {
+#define TESSERA_VECTOR_MATH_CASE(OP, NAME) \
+  case VectorMath::NAME:                   \
+    return span<VectorMath::NAME>(x, y, n);
+    TESSERA_VECTOR_MATH_OPS(TESSERA_VECTOR_MATH_CASE)
+#undef TESSERA_VECTOR_MATH_CASE
+    case VectorMath::none:
+      break;
+  }
+}
+
+}  // namespace tessera::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+#endif
+
+#if !TESSERA_HAVE_HWY || HWY_ONCE
+namespace tessera::cpu {
+
+#if TESSERA_HAVE_HWY
+HWY_EXPORT(VectorMathSpan);
+#endif
+
+void vector_math(VectorMath f, const float* x, float* y, int64_t n) {
+  if (n <= 0) return;
+#if TESSERA_HAVE_HWY
+  HWY_DYNAMIC_DISPATCH(VectorMathSpan)(f, x, y, n);
+#else
+  scalar_fixup(f, x, y, n, Range{0.0f, -1.0f});
+#endif
+}
+
+}  // namespace tessera::cpu
+#endif

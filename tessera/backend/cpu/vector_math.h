@@ -1,0 +1,71 @@
+// Transcendental functions over spans of float32, for the CPU's unary kernels
+// (unary.cpp) and the fused interpreter (compiled.cpp), so that both compute
+// the same values (Note [Vector math]).
+//
+//   cpu::unary_span(in, out, n, scalar::Tanh{});  // any functor, any stored type
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "tessera/backend/common/elementwise.h"
+#include "tessera/core/dispatch.h"
+
+namespace tessera::cpu {
+
+// The functors with a vector routine, each with its VectorMath name.
+#define TESSERA_VECTOR_MATH_OPS(X)                                                       \
+  X(Exp, exp) X(Expm1, expm1) X(Log, log) X(Log1p, log1p) X(Log2, log2) X(Log10, log10) \
+  X(Sin, sin) X(Cos, cos) X(Tanh, tanh) X(Sigmoid, sigmoid)
+
+enum class VectorMath {
+  none,
+#define TESSERA_VECTOR_MATH_NAME(OP, NAME) NAME,
+  TESSERA_VECTOR_MATH_OPS(TESSERA_VECTOR_MATH_NAME)
+#undef TESSERA_VECTOR_MATH_NAME
+};
+
+// The routine of functor Op, or none.
+template <typename Op>
+constexpr VectorMath vector_math_routine() {
+#define TESSERA_VECTOR_MATH_CASE(OP, NAME) \
+  if constexpr (std::is_same_v<Op, scalar::OP>) return VectorMath::NAME; else
+  TESSERA_VECTOR_MATH_OPS(TESSERA_VECTOR_MATH_CASE)
+#undef TESSERA_VECTOR_MATH_CASE
+  return VectorMath::none;
+}
+template <typename Op>
+inline constexpr VectorMath vector_math_of = vector_math_routine<Op>();
+
+// y[i] = f(x[i]) for i < n; x and y may be the same span.
+void vector_math(VectorMath f, const float* x, float* y, int64_t n);
+
+// out[i] = op(in[i]) in the compute type of In, stored as Out. Float32 math of
+// vector_math_of<Op> goes through vector_math (16-bit floats widened to float32
+// a chunk at a time and rounded back as the scalar loop does); everything else
+// is the scalar loop.
+template <typename Op, typename In, typename Out>
+void unary_span(const In* in, Out* out, int64_t n, const Op& op) {
+  using C = compute_t<In>;
+  constexpr VectorMath f = vector_math_of<Op>;
+  if constexpr (f != VectorMath::none && std::is_same_v<C, float> &&
+                std::is_same_v<compute_t<Out>, float>) {
+    if constexpr (std::is_same_v<In, float> && std::is_same_v<Out, float>) {
+      vector_math(f, in, out, n);
+    } else {
+      constexpr int64_t kChunk = 256;
+      float buf[kChunk];
+      for (int64_t b = 0; b < n; b += kChunk) {
+        const int64_t m = std::min(kChunk, n - b);
+        for (int64_t i = 0; i < m; ++i) buf[i] = static_cast<float>(in[b + i]);
+        vector_math(f, buf, buf, m);
+        for (int64_t i = 0; i < m; ++i) out[b + i] = static_cast<Out>(buf[i]);
+      }
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Out>(op(static_cast<C>(in[i])));
+  }
+}
+
+}  // namespace tessera::cpu
