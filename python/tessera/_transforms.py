@@ -14,66 +14,71 @@ array = _core.array
 
 # ---- pytrees ---------------------------------------------------------------
 
+# The tree walks are module-level functions that pass their accumulators
+# along: a nested function that calls itself is a reference cycle, and one
+# holding arrays would keep them (and their memory) alive until Python's
+# cycle collector runs.
+
+def _flatten(t, leaves):
+    if isinstance(t, (list, tuple)):
+        return (type(t), [_flatten(c, leaves) for c in t])
+    if isinstance(t, dict):
+        return (type(t), {k: _flatten(v, leaves) for k, v in t.items()})
+    leaves.append(t)
+    return None
+
+
 def tree_flatten(tree):
     """Leaves of a tree (depth first) and the structure to rebuild it."""
     leaves = []
+    structure = _flatten(tree, leaves)
+    return leaves, structure
 
-    def walk(t):
-        if isinstance(t, (list, tuple)):
-            return (type(t), [walk(c) for c in t])
-        if isinstance(t, dict):
-            return (type(t), {k: walk(v) for k, v in t.items()})
-        leaves.append(t)
-        return None
 
-    return leaves, walk(tree)
+def _build(s, it):
+    if s is None:
+        return next(it)
+    typ, children = s
+    if issubclass(typ, dict):
+        return typ((k, _build(c, it)) for k, c in children.items())
+    values = [_build(c, it) for c in children]
+    if typ is list:
+        return values
+    if typ is tuple:
+        return tuple(values)
+    if hasattr(typ, "_fields"):  # namedtuple
+        return typ(*values)
+    return typ(values)
 
 
 def tree_unflatten(structure, leaves):
-    it = iter(leaves)
+    return _build(structure, iter(leaves))
 
-    def build(s):
-        if s is None:
-            return next(it)
-        typ, children = s
-        if issubclass(typ, dict):
-            return typ((k, build(c)) for k, c in children.items())
-        values = [build(c) for c in children]
-        if typ is list:
-            return values
-        if typ is tuple:
-            return tuple(values)
-        if hasattr(typ, "_fields"):  # namedtuple
-            return typ(*values)
-        return typ(values)
 
-    return build(structure)
+def _prefix_walk(p, t, what, out):
+    if p is None or isinstance(p, int):
+        out.extend([p] * len(tree_flatten(t)[0]))
+    elif isinstance(t, array) and isinstance(p, (tuple, list)) and len(p) == 1:
+        out.append(p[0])
+    elif isinstance(p, (list, tuple)) and isinstance(t, (list, tuple)):
+        if len(p) != len(t):
+            raise ValueError(
+                f"[vmap] {what} has {len(p)} entries where the tree has {len(t)}")
+        for a, b in zip(p, t):
+            _prefix_walk(a, b, what, out)
+    elif isinstance(p, dict) and isinstance(t, dict):
+        if set(p) != set(t):
+            raise ValueError(f"[vmap] {what} keys {sorted(p)} do not match {sorted(t)}")
+        for k in t:
+            _prefix_walk(p[k], t[k], what, out)
+    else:
+        raise ValueError(f"[vmap] {what} {p!r} does not match the tree {t!r}")
 
 
 def _prefix_leaves(prefix, tree, what):
     """One value of the prefix tree per leaf of tree (vmap's in_axes / out_axes)."""
     out = []
-
-    def walk(p, t):
-        if p is None or isinstance(p, int):
-            out.extend([p] * len(tree_flatten(t)[0]))
-        elif isinstance(t, array) and isinstance(p, (tuple, list)) and len(p) == 1:
-            out.append(p[0])
-        elif isinstance(p, (list, tuple)) and isinstance(t, (list, tuple)):
-            if len(p) != len(t):
-                raise ValueError(
-                    f"[vmap] {what} has {len(p)} entries where the tree has {len(t)}")
-            for a, b in zip(p, t):
-                walk(a, b)
-        elif isinstance(p, dict) and isinstance(t, dict):
-            if set(p) != set(t):
-                raise ValueError(f"[vmap] {what} keys {sorted(p)} do not match {sorted(t)}")
-            for k in t:
-                walk(p[k], t[k])
-        else:
-            raise ValueError(f"[vmap] {what} {p!r} does not match the tree {t!r}")
-
-    walk(prefix, tree)
+    _prefix_walk(prefix, tree, what, out)
     return out
 
 
@@ -412,36 +417,36 @@ class _RandomState:
         return f"[{self[0]!r}]"
 
 
+def _slots_walk(t, slots):
+    if isinstance(t, _RandomState):
+        slots.append((t, 0))
+    elif isinstance(t, dict):
+        for k, v in t.items():
+            if isinstance(v, array):
+                slots.append((t, k))
+            else:
+                _slots_walk(v, slots)
+    elif isinstance(t, list):
+        for i, v in enumerate(t):
+            if isinstance(v, array):
+                slots.append((t, i))
+            else:
+                _slots_walk(v, slots)
+    elif isinstance(t, tuple):
+        for v in t:
+            if isinstance(v, array):
+                raise ValueError(
+                    "[compile] an array in a tuple of implicit inputs or outputs cannot be "
+                    "replaced: hold it in a list or a dict")
+            _slots_walk(v, slots)
+
+
 def _array_slots(tree):
     """(container, key) of every array in a tree of dicts (modules too) and lists,
     depth first: compile reads and replaces them in place."""
     slots = []
-
-    def walk(t):
-        if isinstance(t, _RandomState):
-            slots.append((t, 0))
-        elif isinstance(t, dict):
-            for k, v in t.items():
-                if isinstance(v, array):
-                    slots.append((t, k))
-                else:
-                    walk(v)
-        elif isinstance(t, list):
-            for i, v in enumerate(t):
-                if isinstance(v, array):
-                    slots.append((t, i))
-                else:
-                    walk(v)
-        elif isinstance(t, tuple):
-            for v in t:
-                if isinstance(v, array):
-                    raise ValueError(
-                        "[compile] an array in a tuple of implicit inputs or outputs cannot be "
-                        "replaced: hold it in a list or a dict")
-                walk(v)
-
     if tree is not None:
-        walk(tree)
+        _slots_walk(tree, slots)
     return slots
 
 

@@ -94,18 +94,21 @@ def tree_flatten(
     add = destination.__setitem__ if isinstance(destination, dict) else (
         lambda k, v: destination.append((k, v)))
 
-    def walk(t, pre):
-        if (is_leaf is None or not is_leaf(t)) and isinstance(t, (list, tuple)):
-            for i, child in enumerate(t):
-                walk(child, f"{pre}.{i}")
-        elif (is_leaf is None or not is_leaf(t)) and isinstance(t, dict):
-            for k, child in t.items():
-                walk(child, f"{pre}.{k}")
-        else:
-            add(pre[1:], t)
-
-    walk(tree, prefix)
+    _flatten_keys(tree, prefix, is_leaf, add)
     return destination
+
+
+def _flatten_keys(t, pre, is_leaf, add):
+    # Module-level, not nested: a nested function that calls itself is a
+    # reference cycle, and this one would hold the leaves until a collection.
+    if (is_leaf is None or not is_leaf(t)) and isinstance(t, (list, tuple)):
+        for i, child in enumerate(t):
+            _flatten_keys(child, f"{pre}.{i}", is_leaf, add)
+    elif (is_leaf is None or not is_leaf(t)) and isinstance(t, dict):
+        for k, child in t.items():
+            _flatten_keys(child, f"{pre}.{k}", is_leaf, add)
+    else:
+        add(pre[1:], t)
 
 
 def tree_unflatten(tree: Union[List[Tuple[str, Any]], Dict[str, Any]]) -> Any:

@@ -200,3 +200,41 @@ def test_depends_passes_inputs_through_after_their_dependencies():
     assert g.tolist() == [2.0, 4.0]
     with pytest.raises(TypeError, match=r"\[depends\]"):
         mx.depends(x, 3)
+
+
+def test_transforms_leave_no_reference_cycles():
+    """A call of a transformed function frees its arrays when they go out of
+    scope: nothing it creates waits for Python's cycle collector."""
+    import gc
+
+    import tessera.utils as tu
+
+    x = mx.arange(1000, dtype=mx.float32)
+    tree = {"a": [x, (x, 2)], "b": x}
+    calls = [
+        mx.compile(lambda x: x * x + x),
+        mx.compile(lambda t: {"y": t["a"][0] * 2.0}),
+        mx.grad(lambda x: (x * x).sum()),
+        mx.value_and_grad(lambda t: (t["b"] * t["a"][0]).sum()),  # arrays only
+        mx.vmap(lambda x: x * 2.0),
+        mx.jvp,
+        lambda t: tu.tree_flatten(t),
+        lambda t: tu.tree_map(lambda v: v + 1 if isinstance(v, mx.array) else v, t),
+    ]
+    arrays = {"a": [x, x], "b": x}
+    args = [(x,), (tree,), (x,), (arrays,), (x,), (lambda x: x * 3.0, [x], [x]), (tree,), (tree,)]
+
+    def run(f, a):
+        out = f(*a)
+        mx.eval([v for _, v in tu.tree_flatten(out) if isinstance(v, mx.array)])
+
+    for f, a in zip(calls, args):  # the first calls trace and fill caches
+        run(f, a)
+    gc.collect()
+    gc.disable()
+    try:
+        for k, (f, a) in enumerate(zip(calls, args)):
+            run(f, a)
+            assert gc.collect() == 0, f"call {k} left cyclic garbage"
+    finally:
+        gc.enable()
