@@ -1,7 +1,8 @@
 // The CPU's vectorized transcendental ops (Note [Vector math] in
 // backend/cpu/vector_math.cpp): values within a few float32 ulps of the
 // float64 C library, the C library's special values, and the same bits
-// wherever an element sits (offsets, strides, 16-bit inputs, fused blocks).
+// wherever an element sits (offsets, strides, 16-bit inputs, fused blocks);
+// and its float32 arithmetic, the scalar IEEE operation bit for bit.
 #include <gtest/gtest.h>
 
 #include <cfloat>
@@ -170,5 +171,52 @@ TEST(VectorMath, FusedChainsComputeTheUnfusedBits) {
   eval({plain, fused});
   for (int i = 0; i < n; ++i) {
     ASSERT_TRUE(same_bits(plain.data<float>()[i], fused.data<float>()[i])) << "at " << i;
+  }
+}
+
+// The float32 arithmetic loops compiled for the machine's vector width
+// (cpu::binary_span): every element, the special values included, is the
+// IEEE operation of the scalar code, whichever operand is a single value and
+// whatever the length.
+TEST(VectorMath, ArithmeticIsTheScalarOperationInEveryLayout) {
+  StreamContext cpu(Device::cpu);
+  struct Arith {
+    const char* name;
+    std::function<array(const array&, const array&)> op;
+    std::function<float(float, float)> ref;
+  };
+  auto max_ref = [](float a, float b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); };
+  auto min_ref = [](float a, float b) { return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); };
+  const std::vector<Arith> ops = {
+      {"add", [](const array& a, const array& b) { return add(a, b); }, std::plus<float>()},
+      {"subtract", [](const array& a, const array& b) { return subtract(a, b); }, std::minus<float>()},
+      {"multiply", [](const array& a, const array& b) { return multiply(a, b); }, std::multiplies<float>()},
+      {"divide", [](const array& a, const array& b) { return divide(a, b); }, std::divides<float>()},
+      {"maximum", [](const array& a, const array& b) { return maximum(a, b); }, max_ref},
+      {"minimum", [](const array& a, const array& b) { return minimum(a, b); }, min_ref},
+  };
+  const MathOp wide{"", nullptr, nullptr, -1e3, 1e3};
+  for (int n : {1, 7, 16, 33, 1000, 70001}) {
+    std::vector<float> xa = arguments(wide, std::max(n, 300)), xb(xa.rbegin(), xa.rend());
+    xa.resize(n);
+    xb.resize(n);
+    array a(xa.data(), {n}, float32), b(xb.data(), {n}, float32);
+    const float s = -2.5f;
+    for (const auto& o : ops) {
+      // Both vectors, a single value first, a single value second.
+      const array outs[3] = {o.op(a, b), o.op(array(s), b), o.op(a, array(s))};
+      for (int form = 0; form < 3; ++form) {
+        eval({outs[form]});
+        for (int i = 0; i < n; ++i) {
+          const float want = form == 0 ? o.ref(xa[i], xb[i])
+                             : form == 1 ? o.ref(s, xb[i])
+                                         : o.ref(xa[i], s);
+          const float got = outs[form].data<float>()[i];
+          ASSERT_TRUE(std::isnan(want) ? std::isnan(got) : same_bits(want, got))
+              << o.name << " form " << form << " n " << n << " at " << i << ": " << got
+              << " for " << want;
+        }
+      }
+    }
   }
 }

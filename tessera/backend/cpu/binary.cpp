@@ -2,9 +2,9 @@
 // on the scalar functor of backend/common/elementwise.h, plus Select and AllTrue.
 //
 // The kernel picks one case per call: scalar-scalar, scalar-vector,
-// vector-scalar, vector-vector (dense inputs of one layout: a linear loop the
-// compiler vectorises, split across threads) or general strided (collapsed
-// dimensions, with the same specialised loops per row). A dense input used for
+// vector-scalar, vector-vector (dense inputs of one layout: a linear loop,
+// cpu::binary_span, vectorised for the machine and split across threads) or
+// general strided (collapsed dimensions, with the same loops per row). A dense input used for
 // the last time donates its buffer to the output (see Note [Donation]).
 #include <algorithm>
 #include <cstring>
@@ -14,6 +14,7 @@
 #include "tessera/backend/common/elementwise.h"
 #include "tessera/backend/common/strided.h"
 #include "tessera/backend/cpu/threading.h"
+#include "tessera/backend/cpu/vector_math.h"
 #include "tessera/ops/primitives/binary.h"
 
 namespace tessera {
@@ -39,17 +40,17 @@ inline Out apply(const Op& op, In a, In b) {
 
 template <typename Op, typename In, typename Out>
 void loop_vv(const In* a, const In* b, Out* out, int64_t n, const Op& op) {
-  for (int64_t i = 0; i < n; ++i) out[i] = apply<Out>(op, a[i], b[i]);
+  cpu::binary_span(a, b, out, n, cpu::Operands::vectors, op);
 }
 
 template <typename Op, typename In, typename Out>
 void loop_sv(In a, const In* b, Out* out, int64_t n, const Op& op) {
-  for (int64_t i = 0; i < n; ++i) out[i] = apply<Out>(op, a, b[i]);
+  cpu::binary_span(&a, b, out, n, cpu::Operands::scalar_vector, op);
 }
 
 template <typename Op, typename In, typename Out>
 void loop_vs(const In* a, In b, Out* out, int64_t n, const Op& op) {
-  for (int64_t i = 0; i < n; ++i) out[i] = apply<Out>(op, a[i], b);
+  cpu::binary_span(a, &b, out, n, cpu::Operands::vector_scalar, op);
 }
 
 // Allocates out with the layout of the dense array `like`.

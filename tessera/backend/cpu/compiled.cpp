@@ -76,14 +76,8 @@ void unary_step(const void* const* args, void* out, int64_t n, const FusedStep& 
 template <typename Op, typename In>
 void binary_step(const void* const* args, void* out, int64_t n, const FusedStep& step, Dtype) {
   using Out = typename StepOut<Op, In, 2>::type;
-  using C = compute_t<In>;
-  const In* a = static_cast<const In*>(args[0]);
-  const In* b = static_cast<const In*>(args[1]);
-  Out* y = static_cast<Out*>(out);
-  const Op op = functor<Op>(step);
-  for (int64_t i = 0; i < n; ++i) {
-    y[i] = static_cast<Out>(op(static_cast<C>(a[i]), static_cast<C>(b[i])));
-  }
+  cpu::binary_span(static_cast<const In*>(args[0]), static_cast<const In*>(args[1]),
+                   static_cast<Out*>(out), n, cpu::Operands::vectors, functor<Op>(step));
 }
 
 template <typename T>

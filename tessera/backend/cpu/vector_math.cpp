@@ -181,11 +181,61 @@ void VectorMathSpan(VectorMath f, const float* x, float* y, int64_t n) {
 HWY_AFTER_NAMESPACE();
 #endif
 
+// Plain loops over the binary functors, compiled once per instruction set
+// (without Highway, once): the compiler vectorises them at its full width.
+#if TESSERA_HAVE_HWY
+HWY_BEFORE_NAMESPACE();
+namespace tessera::cpu::HWY_NAMESPACE {
+#else
+namespace tessera::cpu::generic {
+#endif
+
+template <typename Op>
+void binary_loops(Operands form, const float* a, const float* b, float* y, int64_t n) {
+  const Op op;
+  switch (form) {
+    case Operands::vectors:
+      for (int64_t i = 0; i < n; ++i) y[i] = op(a[i], b[i]);
+      return;
+    case Operands::scalar_vector: {
+      const float x = a[0];
+      for (int64_t i = 0; i < n; ++i) y[i] = op(x, b[i]);
+      return;
+    }
+    case Operands::vector_scalar: {
+      const float z = b[0];
+      for (int64_t i = 0; i < n; ++i) y[i] = op(a[i], z);
+      return;
+    }
+  }
+}
+
+void VectorBinarySpan(VectorBinary f, Operands form, const float* a, const float* b, float* y,
+                      int64_t n) {
+  switch (f) {
+#define TESSERA_VECTOR_BINARY_CASE(OP, NAME) \
+  case VectorBinary::NAME:                   \
+    return binary_loops<scalar::OP>(form, a, b, y, n);
+    TESSERA_VECTOR_BINARY_OPS(TESSERA_VECTOR_BINARY_CASE)
+#undef TESSERA_VECTOR_BINARY_CASE
+    case VectorBinary::none:
+      break;
+  }
+}
+
+#if TESSERA_HAVE_HWY
+}  // namespace tessera::cpu::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+#else
+}  // namespace tessera::cpu::generic
+#endif
+
 #if !TESSERA_HAVE_HWY || HWY_ONCE
 namespace tessera::cpu {
 
 #if TESSERA_HAVE_HWY
 HWY_EXPORT(VectorMathSpan);
+HWY_EXPORT(VectorBinarySpan);
 #endif
 
 void vector_math(VectorMath f, const float* x, float* y, int64_t n) {
@@ -194,6 +244,16 @@ void vector_math(VectorMath f, const float* x, float* y, int64_t n) {
   HWY_DYNAMIC_DISPATCH(VectorMathSpan)(f, x, y, n);
 #else
   scalar_fixup(f, x, y, n, Range{0.0f, -1.0f});
+#endif
+}
+
+void vector_binary(VectorBinary f, Operands form, const float* a, const float* b, float* y,
+                   int64_t n) {
+  if (n <= 0) return;
+#if TESSERA_HAVE_HWY
+  HWY_DYNAMIC_DISPATCH(VectorBinarySpan)(f, form, a, b, y, n);
+#else
+  generic::VectorBinarySpan(f, form, a, b, y, n);
 #endif
 }
 

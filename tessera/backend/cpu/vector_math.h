@@ -1,8 +1,9 @@
-// Transcendental functions over spans of float32, for the CPU's unary kernels
-// (unary.cpp) and the fused interpreter (compiled.cpp), so that both compute
-// the same values (Note [Vector math]).
+// Transcendental functions and arithmetic over spans of float32, for the CPU's
+// unary and binary kernels (unary.cpp, binary.cpp) and the fused interpreter
+// (compiled.cpp), so that both compute the same values (Note [Vector math]).
 //
 //   cpu::unary_span(in, out, n, scalar::Tanh{});  // any functor, any stored type
+//   cpu::binary_span<scalar::Add>(a, b, out, n, Operands::vector_scalar);
 #pragma once
 
 #include <algorithm>
@@ -65,6 +66,65 @@ void unary_span(const In* in, Out* out, int64_t n, const Op& op) {
     }
   } else {
     for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Out>(op(static_cast<C>(in[i])));
+  }
+}
+
+// The binary functors whose float32 loops are compiled for each instruction
+// set (their results are exact IEEE operations, the same bits in any width).
+#define TESSERA_VECTOR_BINARY_OPS(X) \
+  X(Add, add) X(Subtract, subtract) X(Multiply, multiply) X(Divide, divide) \
+  X(Maximum, maximum) X(Minimum, minimum)
+
+enum class VectorBinary {
+  none,
+#define TESSERA_VECTOR_BINARY_NAME(OP, NAME) NAME,
+  TESSERA_VECTOR_BINARY_OPS(TESSERA_VECTOR_BINARY_NAME)
+#undef TESSERA_VECTOR_BINARY_NAME
+};
+
+template <typename Op>
+constexpr VectorBinary vector_binary_routine() {
+#define TESSERA_VECTOR_BINARY_CASE(OP, NAME) \
+  if constexpr (std::is_same_v<Op, scalar::OP>) return VectorBinary::NAME; else
+  TESSERA_VECTOR_BINARY_OPS(TESSERA_VECTOR_BINARY_CASE)
+#undef TESSERA_VECTOR_BINARY_CASE
+  return VectorBinary::none;
+}
+
+// Which operands of a binary span are one value rather than n.
+enum class Operands { vectors, scalar_vector, vector_scalar };
+
+void vector_binary(VectorBinary f, Operands form, const float* a, const float* b, float* y,
+                   int64_t n);
+
+// out[i] = op(a[i], b[i]) for i < n, a or b read as one value where form says
+// so; out may be a or b.
+template <typename Op, typename In, typename Out>
+void binary_span(const In* a, const In* b, Out* out, int64_t n, Operands form, const Op& op) {
+  constexpr VectorBinary f = vector_binary_routine<Op>();
+  if constexpr (f != VectorBinary::none && std::is_same_v<In, float> &&
+                std::is_same_v<Out, float>) {
+    vector_binary(f, form, a, b, out, n);
+  } else {
+    using C = compute_t<In>;
+    auto apply = [&](In x, In y) {
+      return static_cast<Out>(op(static_cast<C>(x), static_cast<C>(y)));
+    };
+    switch (form) {
+      case Operands::vectors:
+        for (int64_t i = 0; i < n; ++i) out[i] = apply(a[i], b[i]);
+        break;
+      case Operands::scalar_vector: {
+        const In x = a[0];
+        for (int64_t i = 0; i < n; ++i) out[i] = apply(x, b[i]);
+        break;
+      }
+      case Operands::vector_scalar: {
+        const In y = b[0];
+        for (int64_t i = 0; i < n; ++i) out[i] = apply(a[i], y);
+        break;
+      }
+    }
   }
 }
 
