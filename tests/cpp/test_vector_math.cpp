@@ -220,3 +220,42 @@ TEST(VectorMath, ArithmeticIsTheScalarOperationInEveryLayout) {
     }
   }
 }
+
+TEST(VectorMath, ExactUnaryOpsAreTheScalarOperation) {
+  StreamContext cpu(Device::cpu);
+  struct Exact {
+    const char* name;
+    std::function<array(const array&)> op;
+    std::function<float(float)> ref;
+  };
+  const std::vector<Exact> ops = {
+      {"abs", [](const array& x) { return abs(x); }, [](float x) { return std::fabs(x); }},
+      {"negative", [](const array& x) { return negative(x); }, [](float x) { return -x; }},
+      {"reciprocal", [](const array& x) { return reciprocal(x); }, [](float x) { return 1.0f / x; }},
+      {"floor", [](const array& x) { return floor(x); }, [](float x) { return std::floor(x); }},
+      {"ceil", [](const array& x) { return ceil(x); }, [](float x) { return std::ceil(x); }},
+      {"trunc", [](const array& x) { return trunc(x); }, [](float x) { return std::trunc(x); }},
+      {"square", [](const array& x) { return square(x); }, [](float x) { return x * x; }},
+      {"sqrt", [](const array& x) { return sqrt(x); }, [](float x) { return std::sqrt(x); }},
+      {"rsqrt", [](const array& x) { return rsqrt(x); }, [](float x) { return 1.0f / std::sqrt(x); }},
+      {"degrees", [](const array& x) { return degrees(x); },
+       [](float x) { return x * static_cast<float>(57.295779513082320877); }},
+      {"radians", [](const array& x) { return radians(x); },
+       [](float x) { return x * static_cast<float>(0.017453292519943295770); }},
+  };
+  const MathOp wide{"", nullptr, nullptr, -1e3, 1e3};
+  for (int n : {1, 7, 33, 70001}) {
+    std::vector<float> xs = arguments(wide, std::max(n, 300));
+    xs.resize(n);
+    array x(xs.data(), {n}, float32);
+    for (const auto& o : ops) {
+      array y = o.op(x);
+      eval({y});
+      for (int i = 0; i < n; ++i) {
+        const float want = o.ref(xs[i]), got = y.data<float>()[i];
+        ASSERT_TRUE(std::isnan(want) ? std::isnan(got) : same_bits(want, got))
+            << o.name << " n " << n << " at " << i << ": " << got << " for " << want;
+      }
+    }
+  }
+}

@@ -16,6 +16,13 @@
 // unfused kernels and compile's fused blocks, which split spans differently,
 // compute the same bits.
 //
+// The exact operations (arithmetic, abs, floor, sqrt, reciprocal...) need no
+// routine: they are plain loops over the scalar operation, compiled once per
+// instruction set in the same way, so that the compiler vectorises them for
+// the machine's width (the default build targets the oldest x86-64, whose
+// vectors are 4 floats). A loop computes the scalar operation's bits exactly
+// (-fno-math-errno lets sqrt become the vector instruction).
+//
 // Without Highway (no libhwy-dev when CMake ran) the functions are the scalar
 // functors' loops.
 #include "tessera/backend/cpu/vector_math.h"
@@ -62,7 +69,7 @@ constexpr Range range_of(VectorMath f) {
       return {-39000.0f, 39000.0f};
     case VectorMath::tanh:
       return {-FLT_MAX, FLT_MAX};
-    case VectorMath::none:
+    default:
       break;
   }
   return {0.0f, -1.0f};  // empty: every lane scalar
@@ -84,7 +91,7 @@ void scalar_fixup(VectorMath f, const float* x, float* y, int64_t n, Range r) {
     return scalar_lanes<scalar::OP>(x, y, n, r);
     TESSERA_VECTOR_MATH_OPS(TESSERA_VECTOR_MATH_CASE)
 #undef TESSERA_VECTOR_MATH_CASE
-    case VectorMath::none:
+    default:
       break;
   }
   throw std::logic_error("[vector_math] no function (bug)");
@@ -115,7 +122,7 @@ HWY_INLINE V apply(VectorMath f, D d, V x) {
       const V one = hn::Set(d, 1.0f);
       return one / (one + hn::Exp(d, hn::Neg(x)));
     }
-    case VectorMath::none: break;
+    default: break;
   }
   return x;
 }
@@ -172,7 +179,7 @@ void VectorMathSpan(VectorMath f, const float* x, float* y, int64_t n) {
     return span<VectorMath::NAME>(x, y, n);
     TESSERA_VECTOR_MATH_OPS(TESSERA_VECTOR_MATH_CASE)
 #undef TESSERA_VECTOR_MATH_CASE
-    case VectorMath::none:
+    default:
       break;
   }
 }
@@ -210,6 +217,24 @@ void binary_loops(Operands form, const float* a, const float* b, float* y, int64
   }
 }
 
+template <typename Op>
+void unary_loop(const float* x, float* y, int64_t n) {
+  const Op op;
+  for (int64_t i = 0; i < n; ++i) y[i] = op(x[i]);
+}
+
+void VectorLoopSpan(VectorMath f, const float* x, float* y, int64_t n) {
+  switch (f) {
+#define TESSERA_VECTOR_LOOP_CASE(OP, NAME) \
+  case VectorMath::NAME:                   \
+    return unary_loop<scalar::OP>(x, y, n);
+    TESSERA_VECTOR_LOOP_OPS(TESSERA_VECTOR_LOOP_CASE)
+#undef TESSERA_VECTOR_LOOP_CASE
+    default:
+      break;
+  }
+}
+
 void VectorBinarySpan(VectorBinary f, Operands form, const float* a, const float* b, float* y,
                       int64_t n) {
   switch (f) {
@@ -235,14 +260,17 @@ namespace tessera::cpu {
 
 #if TESSERA_HAVE_HWY
 HWY_EXPORT(VectorMathSpan);
+HWY_EXPORT(VectorLoopSpan);
 HWY_EXPORT(VectorBinarySpan);
 #endif
 
 void vector_math(VectorMath f, const float* x, float* y, int64_t n) {
   if (n <= 0) return;
 #if TESSERA_HAVE_HWY
+  if (f > VectorMath::first_loop) return HWY_DYNAMIC_DISPATCH(VectorLoopSpan)(f, x, y, n);
   HWY_DYNAMIC_DISPATCH(VectorMathSpan)(f, x, y, n);
 #else
+  if (f > VectorMath::first_loop) return generic::VectorLoopSpan(f, x, y, n);
   scalar_fixup(f, x, y, n, Range{0.0f, -1.0f});
 #endif
 }
