@@ -255,6 +255,21 @@ void install_number_slots(PyTypeObject* type) {
   TESSERA_NUMBER_SLOT(nb_remainder, remainder, "mod");
 }
 
+// Iterates over the first axis of an array: its items are a[0], a[1], ...
+struct ArrayIterator {
+  explicit ArrayIterator(const array& a) : a(a) {
+    if (a.ndim() == 0) throw nb::type_error("iteration over a 0-d array");
+  }
+  array next() {
+    if (i >= a.shape(0)) throw nb::stop_iteration();
+    return *array::ArrayIterator(a, i++);
+  }
+  array a;
+  int i = 0;
+};
+
+struct ArrayLikeTag {};
+
 nb::object pickle_state(const array& a) {
   if (a.dtype() == bfloat16) return nb::make_tuple(to_numpy(view(a, uint16)), "bfloat16");
   return nb::make_tuple(to_numpy(a), dtype_name(a.dtype()));
@@ -263,6 +278,18 @@ nb::object pickle_state(const array& a) {
 }  // namespace
 
 ArrayClass init_array(nb::module_& m) {
+  nb::class_<ArrayIterator>(m, "ArrayIterator",
+                            "A helper object to iterate over the first axis of an array.")
+      .def(nb::init<const array&>(), "a"_a)
+      .def("__iter__", [](nb::handle self) { return self; })
+      .def("__next__", &ArrayIterator::next)
+      .def("__length_hint__", [](const ArrayIterator& it) { return it.a.shape(0) - it.i; });
+  // What type annotations name for any object with an __mlx_array__ (or
+  // __tessera_array__) method that returns an array.
+  nb::class_<ArrayLikeTag>(m, "ArrayLike",
+                           "Any Python object which has an ``__mlx_array__`` method that "
+                           "returns an :obj:`array`.")
+      .def("__init__", [](ArrayLikeTag* self, nb::args) { new (self) ArrayLikeTag(); });
   ArrayClass cls(m, "array", nb::type_slots(array_slots), nb::is_weak_referenceable(),
                  "An N-dimensional array (lazy: its value is computed when needed)");
   cls.def("__init__",
@@ -291,10 +318,7 @@ ArrayClass init_array(nb::module_& m) {
         if (a.ndim() == 0) throw nb::type_error("len() of a 0-d array");
         return a.shape()[0];
       })
-      .def("__iter__", [](const array& a) {
-        if (a.ndim() == 0) throw nb::type_error("iteration over a 0-d array");
-        return nb::make_iterator(nb::type<array>(), "array_iterator", a.begin(), a.end());
-      }, nb::keep_alive<0, 1>())
+      .def("__iter__", [](const array& a) { return ArrayIterator(a); })
       .def("__bool__", [](const array& a) { return nb::bool_(item(a)); })
       .def("__int__", [](const array& a) { return nb::int_(item(a)); })
       .def("__index__", [](const array& a) {

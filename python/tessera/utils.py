@@ -5,6 +5,7 @@ leaf. Paths of leaves are dotted strings such as ``"layers.0.weight"``.
 """
 
 from collections import defaultdict
+from itertools import zip_longest  # noqa: F401 (a name of mlx.utils)
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 __all__ = [

@@ -413,3 +413,33 @@ def test_kv_cache_slice_update_writes_in_place(device, rng):
     grown = mx.get_peak_memory() - base
     assert grown < cache.nbytes // 2, (grown, cache.nbytes)
     np.testing.assert_array_equal(np.array(cache), ref)
+
+
+def test_iteration_walks_the_first_axis():
+    x = np.arange(24, dtype=np.float32).reshape(4, 3, 2)
+    a = mx.array(x)
+    it = iter(a)
+    assert isinstance(it, mx.ArrayIterator) and iter(it) is it
+    rows = list(it)
+    assert len(rows) == 4
+    for row, expected in zip(rows, x):
+        np.testing.assert_array_equal(np.array(row), expected)
+    np.testing.assert_array_equal(np.array(list(mx.ArrayIterator(a))[2]), x[2])
+    with pytest.raises(TypeError):
+        iter(mx.array(1.0))
+    # The iterator holds the array: the rows outlive the name.
+    it = iter(mx.array(x))
+    next(it)
+    np.testing.assert_array_equal(np.array(next(it)), x[1])
+
+
+def test_names_that_annotations_and_modules_use():
+    import itertools
+
+    import tessera.optimizers as optim
+    import tessera.utils as utils
+    from tessera.nn import Module
+
+    assert isinstance(mx.ArrayLike, type)
+    assert optim.Module is Module
+    assert utils.zip_longest is itertools.zip_longest
