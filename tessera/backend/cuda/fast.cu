@@ -1,6 +1,7 @@
 // eval_gpu of RMSNorm, LayerNorm, their vjp, and RoPE through the kernels of
 // fast.cuh (Note [Fused norms and rope] there); a case the kernels do not
 // cover runs the fallback (Note [Fast primitives] in ops/primitives/fast.h).
+#include <cstring>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -129,15 +130,37 @@ void RoPE::eval_gpu(const std::vector<array>& inputs, std::vector<array>& output
   if (use_fallback(inputs)) return Custom::eval_gpu(inputs, outputs);
   const Stream& s = stream();
   array x = dense(inputs[0], s, "RoPE");
-  array offset = dense(inputs[1], s, "RoPE");
   std::optional<array> freqs;
   if (inputs.size() > 2) freqs = dense(inputs[2], s, "RoPE");
   RopeArgs a{};
   a.x = gpu::device_ptr(x, s);
   a.out = gpu::allocate_output(outputs[0], s);
-  a.offset = gpu::device_ptr(offset, s);
-  a.offset_kind = offset.dtype() == int32 ? 0 : offset.dtype() == int64 ? 1 : 2;
-  a.offset_per_batch = offset.ndim() == 1;
+  // A scalar offset on the host (an int of the caller's, the position of a
+  // decode step) goes by value, as binary's scalar operands do (Note [Scalar
+  // operands on the GPU] in binary.cu): no upload per call.
+  const array& offset = inputs[1];
+  alignas(8) unsigned char value[8];
+  if (offset.ndim() == 0 && gpu::host_scalar(offset, value)) {
+    int32_t i32;
+    int64_t i64;
+    float f32;
+    a.offset_kind = 3;
+    if (offset.dtype() == int32) {
+      std::memcpy(&i32, value, sizeof i32);
+      a.offset_value = static_cast<float>(i32);
+    } else if (offset.dtype() == int64) {
+      std::memcpy(&i64, value, sizeof i64);
+      a.offset_value = static_cast<float>(i64);
+    } else {
+      std::memcpy(&f32, value, sizeof f32);
+      a.offset_value = f32;
+    }
+  } else {
+    array dense_offset = dense(offset, s, "RoPE");
+    a.offset = gpu::device_ptr(dense_offset, s);
+    a.offset_kind = offset.dtype() == int32 ? 0 : offset.dtype() == int64 ? 1 : 2;
+    a.offset_per_batch = offset.ndim() == 1;
+  }
   a.freqs = freqs ? static_cast<const float*>(gpu::device_ptr(*freqs, s)) : nullptr;
   a.base = base_.value_or(0.0f);
   a.scale = scale_;

@@ -405,8 +405,9 @@ struct RopeArgs {
   const void* x;
   void* out;
   const void* offset;  // one value, or one per batch element
-  int offset_kind;     // 0 int32, 1 int64, 2 float32
+  int offset_kind;     // 0 int32, 1 int64, 2 float32, 3 offset_value
   bool offset_per_batch;
+  float offset_value;  // a scalar offset read on the host
   const float* freqs;  // null: base ** (-i / half)
   float base;
   float scale;
@@ -416,6 +417,7 @@ struct RopeArgs {
 constexpr int kHeadsPerThread = 4;
 
 __device__ __forceinline__ float rope_offset(const RopeArgs& a, int b) {
+  if (a.offset_kind == 3) return a.offset_value;
   const int i = a.offset_per_batch ? b : 0;
   if (a.offset_kind == 0) return static_cast<float>(static_cast<const int32_t*>(a.offset)[i]);
   if (a.offset_kind == 1) return static_cast<float>(static_cast<const int64_t*>(a.offset)[i]);

@@ -105,6 +105,10 @@ struct SmallM {
   int main_splits;  // ranges of whole steps
   int steps;        // K / span
   int tail;         // K % span
+  // With several splits: one zeroed counter per column block (and batch).
+  // The last block of a column block to finish sums the partials and resets
+  // its counter; without counters a second kernel sums them.
+  unsigned* counters = nullptr;
   TESSERA_QUANT_HD int splits() const { return main_splits + (tail > 0 ? 1 : 0); }
 };
 
@@ -477,6 +481,28 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
       }
     }
   }
+  if (direct || !plan.counters) return;
+  // The last block of this column block to finish adds the splits' partials
+  // in split order (the same sums as sum_partials_kernel).
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  unsigned* counter = plan.counters + int64_t(batch) * gridDim.x + blockIdx.x;
+  if (threadIdx.x == 0) last = atomicAdd(counter, 1u) == unsigned(plan.splits() - 1);
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  const int64_t MN = int64_t(M) * N;
+  const float* p = partials + int64_t(batch) * plan.splits() * MN;
+  for (int i = threadIdx.x; i < M * kCols; i += blockDim.x) {
+    const int m = i / kCols;
+    const int64_t n = int64_t(blockIdx.x) * kCols + i % kCols;
+    if (n >= N) continue;
+    float acc = 0.f;
+    for (int sp = 0; sp < plan.splits(); ++sp) acc += __ldcg(p + sp * MN + int64_t(m) * N + n);
+    y[(int64_t(batch) * M + m) * N + n] = mma::from_f<T>(acc);
+  }
+  if (threadIdx.x == 0) *counter = 0u;
 #endif
 }
 
@@ -545,7 +571,7 @@ cudaError_t small_m(const T* x, const uint32_t* w, const T* scales, const T* bia
                                             group_size, plan);
   });
   if (err == cudaSuccess) err = cudaGetLastError();
-  if (err != cudaSuccess || plan.splits() == 1) return err;
+  if (err != cudaSuccess || plan.splits() == 1 || plan.counters) return err;
   const int64_t total = batches * M * N;
   sum_partials_kernel<T><<<blocks_for(total, 256), 256, 0, st>>>(partials, y, plan.splits(),
                                                                  int64_t(M) * N, total);
