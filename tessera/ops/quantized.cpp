@@ -9,6 +9,9 @@
 #include "tessera/ops/binary.h"
 #include "tessera/ops/creation.h"
 #include "tessera/ops/indexing.h"
+#include "tessera/ops/matmul.h"
+#include "tessera/ops/products.h"
+#include "tessera/ops/reduce.h"
 #include "tessera/ops/primitives/quantized.h"
 #include "tessera/ops/shape.h"
 #include "tessera/ops/sort.h"
@@ -19,33 +22,62 @@ namespace tessera {
 
 namespace {
 
+enum class QuantMode { affine, mxfp4, mxfp8, nvfp4 };
+
 struct QuantParams {
+  QuantMode mode;
   int group_size, bits;
+  const char* name;
 };
 
-// The affine group size and bits, with the mode's defaults; other modes are refused.
-QuantParams affine_params(const char* op, const std::string& mode, std::optional<int> group_size,
-                          std::optional<int> bits) {
-  if (mode == "mxfp4" || mode == "mxfp8" || mode == "nvfp4") {
-    throw_invalid(op, "mode '" + mode + "' is not implemented (only 'affine' is)");
+// The group size and bits of a mode, with the mode's defaults, checked.
+QuantParams quant_params(const char* op, const std::string& mode, std::optional<int> group_size,
+                         std::optional<int> bits) {
+  if (mode == "affine") {
+    QuantParams p{QuantMode::affine, group_size.value_or(64), bits.value_or(4), "affine"};
+    if (p.group_size != 32 && p.group_size != 64 && p.group_size != 128) {
+      throw_invalid(op, "group_size " + std::to_string(p.group_size) +
+                            " is not supported in mode 'affine' (32, 64 or 128)");
+    }
+    if (p.bits < 2 || p.bits > 8 || p.bits == 7) {
+      throw_invalid(op, "bits " + std::to_string(p.bits) +
+                            " is not supported in mode 'affine' (2, 3, 4, 5, 6 or 8)");
+    }
+    return p;
   }
-  if (mode != "affine") {
+  QuantParams p;
+  if (mode == "mxfp4") {
+    p = {QuantMode::mxfp4, 32, 4, "mxfp4"};
+  } else if (mode == "mxfp8") {
+    p = {QuantMode::mxfp8, 32, 8, "mxfp8"};
+  } else if (mode == "nvfp4") {
+    p = {QuantMode::nvfp4, 16, 4, "nvfp4"};
+  } else {
     throw_invalid(op, "unknown mode '" + mode + "' (expected 'affine', 'mxfp4', 'mxfp8' or 'nvfp4')");
   }
-  QuantParams p{group_size.value_or(64), bits.value_or(4)};
-  if (p.group_size != 32 && p.group_size != 64 && p.group_size != 128) {
-    throw_invalid(op, "group_size " + std::to_string(p.group_size) +
-                          " is not supported in mode 'affine' (32, 64 or 128)");
+  if (group_size && *group_size != p.group_size) {
+    throw_invalid(op, "group_size " + std::to_string(*group_size) + " is not supported in mode '" +
+                          mode + "' (" + std::to_string(p.group_size) + ")");
   }
-  if (p.bits < 2 || p.bits > 8 || p.bits == 7) {
-    throw_invalid(op, "bits " + std::to_string(p.bits) +
-                          " is not supported in mode 'affine' (2, 3, 4, 5, 6 or 8)");
+  if (bits && *bits != p.bits) {
+    throw_invalid(op, "bits " + std::to_string(*bits) + " is not supported in mode '" + mode +
+                          "' (" + std::to_string(p.bits) + ")");
   }
   return p;
 }
 
-void check_no_global_scale(const char* op, const std::optional<array>& global_scale) {
-  if (global_scale) throw_invalid(op, "global_scale is only used by mode 'nvfp4'");
+// A global scale is a float32 scalar (or one-element array), of mode 'nvfp4' only.
+void check_global_scale(const char* op, const char* name, QuantParams p,
+                        const std::optional<array>& global_scale) {
+  if (!global_scale) return;
+  if (p.mode != QuantMode::nvfp4) {
+    throw_invalid(op, std::string(name) + " is only used by mode 'nvfp4'");
+  }
+  if (global_scale->dtype() != float32 || global_scale->size() != 1) {
+    throw_invalid(op, std::string(name) + " must be a float32 scalar, got shape " +
+                          shape_str(global_scale->shape()) + " and dtype " +
+                          dtype_name(global_scale->dtype()));
+  }
 }
 
 void check_floating(const char* op, const char* what, const array& a) {
@@ -64,7 +96,9 @@ int64_t check_packed(const char* op, const array& w, const array& scales,
   if (w.ndim() < 2) {
     throw_invalid(op, "w of shape " + shape_str(w.shape()) + " must have at least 2 dimensions");
   }
-  if (!biases) throw_invalid(op, "mode 'affine' needs biases");
+  const bool affine = p.mode == QuantMode::affine;
+  if (affine && !biases) throw_invalid(op, "mode 'affine' needs biases");
+  if (!affine && biases) throw_invalid(op, "biases are only used by mode 'affine'");
   const int64_t words = w.shape(-1);
   const int64_t values = words * 32 / p.bits;
   if ((words * 32) % p.bits != 0 || values % p.group_size != 0) {
@@ -75,15 +109,20 @@ int64_t check_packed(const char* op, const array& w, const array& scales,
   }
   Shape want = w.shape();
   want.back() = values / p.group_size;
-  if (scales.shape() != want || biases->shape() != want) {
-    throw_invalid(op, "scales of shape " + shape_str(scales.shape()) + " and biases of shape " +
-                          shape_str(biases->shape()) + " do not match w of shape " +
-                          shape_str(w.shape()) + ": expected " + shape_str(want) +
-                          " for group_size " + std::to_string(p.group_size) + " and bits " +
-                          std::to_string(p.bits));
+  if (scales.shape() != want || (biases && biases->shape() != want)) {
+    throw_invalid(op, "scales of shape " + shape_str(scales.shape()) +
+                          (biases ? " and biases of shape " + shape_str(biases->shape()) : "") +
+                          " do not match w of shape " + shape_str(w.shape()) + ": expected " +
+                          shape_str(want) + " for group_size " + std::to_string(p.group_size) +
+                          " and bits " + std::to_string(p.bits));
   }
-  check_floating(op, "scales", scales);
-  check_floating(op, "biases", *biases);
+  if (affine) {
+    check_floating(op, "scales", scales);
+    check_floating(op, "biases", *biases);
+  } else if (scales.dtype() != uint8) {
+    throw_invalid(op, std::string("scales must be uint8 in mode '") + p.name + "', got " +
+                          dtype_name(scales.dtype()));
+  }
   return values;
 }
 
@@ -93,14 +132,165 @@ Shape with_last2(Shape batch, int64_t a, int64_t b) {
   return batch;
 }
 
+// ---- floating-point modes ---------------------------------------------------------
+//
+// Note [Floating-point quantization]
+// Modes mxfp4, mxfp8 and nvfp4 cut each row into groups of 32, 32 and 16
+// values. A group's scale is its largest magnitude over the largest value of
+// the element format (6 for e2m1, 448 for e4m3), rounded to w's dtype; then,
+// as in MLX,
+//   mxfp4, mxfp8: 2^n with n = ceil(log2(scale)) (n = 0 for a zero scale),
+//     stored as the e8m0 code n + 127 taken modulo 256 (0xff for a scale that
+//     is not finite); code c reads back as 2^(c - 127), code 0 as 2^-127;
+//   nvfp4: the e4m3 code of the scale (of scale * 448 * 6 / global_scale when
+//     a global scale is given), read back as its value (times
+//     global_scale / (448 * 6)).
+// Each element is divided by the group's power of two, or (in w's dtype) by
+// the e4m3 value and then by global_scale / (448 * 6); a zero scale gives 0.
+// The quotient is encoded: e2m1 to the nearest value with ties toward
+// zero, the sign kept only on a non-zero code; e4m3 as to_fp8 does (ties to
+// even, saturating at 448, the sign always kept). 4-bit codes are packed eight
+// to a uint32 word, 8-bit codes four, the first in the lowest bits.
+// Dequantizing multiplies each code's value by its group's read-back scale in
+// float32. All of it is composed of existing ops, so it runs on every device
+// and vmaps.
+
+constexpr float kE2M1Max = 6.0f, kE4M3Max = 448.0f;
+const float kE2M1Values[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+
+array u32(uint32_t v) { return array(v, uint32); }
+
+// (..., K) -> (..., K / g, g).
+array grouped(const array& a, int g, StreamOrDevice s) {
+  Shape shape = a.shape();
+  shape.back() /= g;
+  shape.push_back(g);
+  return reshape(a, std::move(shape), s);
+}
+
+// (..., K / g, g) -> (..., K).
+array ungrouped(const array& a, StreamOrDevice s) {
+  Shape shape(a.shape().begin(), a.shape().end() - 1);
+  shape.back() *= a.shape(-1);
+  return reshape(a, std::move(shape), s);
+}
+
+// 2^n as float32 for int32 n in [-149, 127], built from its bits (exact).
+array exact_pow2(const array& n, StreamOrDevice s) {
+  array normal = left_shift(astype(add(n, array(127), s), uint32, s), u32(23), s);
+  array shift = clip(add(n, array(149), s), array(0), array(31), s);
+  array subnormal = left_shift(u32(1), astype(shift, uint32, s), s);
+  return view(where(greater_equal(n, array(-126), s), normal, subnormal, s), float32, s);
+}
+
+// The e8m0 exponent n = ceil(log2(scale)) of finite scales >= 0 (0 for 0):
+// round(log2) is exact near integers, and a power of two below the scale
+// moves n up by one.
+array e8m0_exponent(const array& scale, StreamOrDevice s) {
+  array usable = logical_and(isfinite(scale, s), greater(scale, array(0.0f), s), s);
+  array safe = where(usable, scale, array(1.0f), s);
+  array n = astype(round(log2(safe, s), s), int32, s);
+  return where(less(exact_pow2(n, s), safe, s), add(n, array(1), s), n, s);
+}
+
+// The scale that the e8m0 or e4m3 code of each group stands for, float32.
+array fp_scale_values(const array& codes, QuantParams p, const std::optional<array>& global_scale,
+                      StreamOrDevice s) {
+  if (p.mode == QuantMode::nvfp4) {
+    array d = from_fp8(codes, float32, s);
+    if (!global_scale) return d;
+    array g = reshape(*global_scale, {}, s);
+    return multiply(d, divide(g, array(kE4M3Max * kE2M1Max), s), s);
+  }
+  array c = astype(codes, uint32, s);
+  array bits = where(equal(c, u32(0), s), u32(0x400000), left_shift(c, u32(23), s), s);
+  return view(bits, float32, s);
+}
+
+// The e2m1 codes (uint32) of y: the number of midpoints between consecutive
+// values below |y| (so a tie goes toward zero), and the sign bit 8 on a
+// negative y of non-zero code.
+array e2m1_encode(const array& y, StreamOrDevice s) {
+  std::vector<float> mids(7);
+  for (int i = 0; i < 7; ++i) mids[i] = (kE2M1Values[i] + kE2M1Values[i + 1]) / 2;
+  array code = searchsorted(array(mids.begin(), Shape{7}, float32), abs(y, s), "left", s);
+  array negative = logical_and(less(y, array(0.0f), s), not_equal(code, u32(0), s), s);
+  return where(negative, bitwise_or(code, u32(8), s), code, s);
+}
+
+// The value of each e2m1 (4-bit) or e4m3 (8-bit) code, float32.
+array fp_code_values(const array& codes, int bits, StreamOrDevice s) {
+  if (bits == 8) return from_fp8(astype(codes, uint8, s), float32, s);
+  std::vector<float> table(16);
+  for (int c = 0; c < 16; ++c) table[c] = c < 8 ? kE2M1Values[c] : -kE2M1Values[c - 8];
+  return take(array(table.begin(), Shape{16}, float32), codes, 0, s);
+}
+
+// The shifts of the codes that share a word: 0, bits, 2 bits, ...
+array code_shifts(int bits) {
+  std::vector<uint32_t> v(32 / bits);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<uint32_t>(i * bits);
+  return array(v.begin(), Shape{static_cast<int>(v.size())}, uint32);
+}
+
+// Codes (uint32, (..., K)) -> words (uint32, (..., K * bits / 32)).
+array pack_codes(const array& codes, int bits, StreamOrDevice s) {
+  array shifted = left_shift(grouped(codes, 32 / bits, s), code_shifts(bits), s);
+  return astype(sum(shifted, -1, false, s), uint32, s);
+}
+
+// Words (uint32, (..., W)) -> codes (uint32, (..., W * 32 / bits)).
+array unpack_codes(const array& words, int bits, StreamOrDevice s) {
+  array codes = right_shift(expand_dims(words, -1, s), code_shifts(bits), s);
+  return ungrouped(bitwise_and(codes, u32((1u << bits) - 1), s), s);
+}
+
+// {w_q, scales} of a floating w (Note [Floating-point quantization]).
+std::vector<array> fp_quantize(const array& w, QuantParams p,
+                               const std::optional<array>& global_scale, StreamOrDevice s) {
+  const Dtype t = w.dtype();
+  array wg = grouped(w, p.group_size, s);
+  array scale = divide(max(abs(wg, s), -1, true, s),
+                       array(p.bits == 8 ? kE4M3Max : kE2M1Max, t), s);
+  auto [codes, y] = [&]() -> std::pair<array, array> {
+    if (p.mode == QuantMode::nvfp4) {
+      std::optional<array> factor;
+      if (global_scale) {
+        factor = divide(reshape(*global_scale, {}, s), array(kE4M3Max * kE2M1Max), s);
+      }
+      array c = to_fp8(factor ? divide(scale, *factor, s) : scale, s);
+      array d = from_fp8(c, t, s);
+      array y = where(equal(d, array(0.0f, t), s), array(0.0f, t), divide(wg, d, s), s);
+      return {c, factor ? divide(y, *factor, s) : y};
+    }
+    array sf = astype(scale, float32, s);
+    array n = e8m0_exponent(sf, s);
+    array c = bitwise_and(add(n, array(127), s), array(255), s);
+    c = astype(where(isfinite(sf, s), c, array(255), s), uint8, s);
+    return {c, divide(astype(wg, float32, s), exact_pow2(n, s), s)};
+  }();
+  array q = p.bits == 8 ? astype(to_fp8(y, s), uint32, s) : e2m1_encode(astype(y, float32, s), s);
+  Shape scales_shape = w.shape();
+  scales_shape.back() /= p.group_size;
+  return {pack_codes(ungrouped(q, s), p.bits, s), reshape(codes, std::move(scales_shape), s)};
+}
+
+// The float32 matrix of packed codes and their scales.
+array fp_dequantize(const array& w, const array& scales, QuantParams p,
+                    const std::optional<array>& global_scale, StreamOrDevice s) {
+  array values = grouped(fp_code_values(unpack_codes(w, p.bits, s), p.bits, s), p.group_size, s);
+  array step = expand_dims(fp_scale_values(scales, p, global_scale, s), -1, s);
+  return ungrouped(multiply(values, step, s), s);
+}
+
 }  // namespace
 
 std::vector<array> quantize(const array& w, std::optional<int> group_size,
                             std::optional<int> bits, const std::string& mode,
                             const std::optional<array>& global_scale, StreamOrDevice s) {
   const char* op = "quantize";
-  QuantParams p = affine_params(op, mode, group_size, bits);
-  check_no_global_scale(op, global_scale);
+  QuantParams p = quant_params(op, mode, group_size, bits);
+  check_global_scale(op, "global_scale", p, global_scale);
   if (w.ndim() < 2) {
     throw_invalid(op, "w of shape " + shape_str(w.shape()) + " must have at least 2 dimensions");
   }
@@ -110,6 +300,7 @@ std::vector<array> quantize(const array& w, std::optional<int> group_size,
     throw_invalid(op, "the last dimension of w (" + std::to_string(K) +
                           ") must be divisible by group_size " + std::to_string(p.group_size));
   }
+  if (p.mode != QuantMode::affine) return fp_quantize(w, p, global_scale, s);
   Shape packed = w.shape(), groups = w.shape();
   packed.back() = static_cast<int>(K * p.bits / 32);
   groups.back() = static_cast<int>(K / p.group_size);
@@ -122,12 +313,20 @@ array dequantize(const array& w, const array& scales, const std::optional<array>
                  const std::optional<array>& global_scale, std::optional<Dtype> dtype,
                  StreamOrDevice s) {
   const char* op = "dequantize";
-  QuantParams p = affine_params(op, mode, group_size, bits);
-  check_no_global_scale(op, global_scale);
+  QuantParams p = quant_params(op, mode, group_size, bits);
+  check_global_scale(op, "global_scale", p, global_scale);
   const int64_t values = check_packed(op, w, scales, biases, p);
-  Dtype out_dtype = dtype ? *dtype : promote_types(scales.dtype(), biases->dtype());
+  // Without biases (the floating-point modes) the default is bfloat16; a
+  // global scale (float32) promotes it.
+  Dtype out_dtype = dtype                            ? *dtype
+                    : p.mode == QuantMode::affine ? promote_types(scales.dtype(), biases->dtype())
+                                                   : bfloat16;
   if (!is_floating_point(out_dtype)) {
     throw_invalid(op, "dtype must be floating point, got " + dtype_name(out_dtype));
+  }
+  if (p.mode != QuantMode::affine) {
+    if (global_scale) out_dtype = promote_types(out_dtype, float32);
+    return astype(fp_dequantize(w, scales, p, global_scale, s), out_dtype, s);
   }
   Shape shape = w.shape();
   shape.back() = static_cast<int>(values);
@@ -141,7 +340,7 @@ array quantized_matmul(const array& x, const array& w, const array& scales,
                        std::optional<int> group_size, std::optional<int> bits,
                        const std::string& mode, StreamOrDevice s) {
   const char* op = "quantized_matmul";
-  QuantParams p = affine_params(op, mode, group_size, bits);
+  QuantParams p = quant_params(op, mode, group_size, bits);
   const int64_t values = check_packed(op, w, scales, biases, p);
   if (x.ndim() < 1) throw_invalid(op, "x must have at least 1 dimension, got a scalar");
   check_floating(op, "x", x);
@@ -153,6 +352,11 @@ array quantized_matmul(const array& x, const array& w, const array& scales,
                           " must match the inner dimension " + std::to_string(K) + " of w " +
                           shape_str(w.shape()) + " (bits " + std::to_string(p.bits) +
                           ", transpose " + (transpose ? "true" : "false") + ")");
+  }
+  if (p.mode != QuantMode::affine) {
+    // The product in x's dtype with the dequantized matrix.
+    array wd = astype(fp_dequantize(w, scales, p, std::nullopt, s), x.dtype(), s);
+    return matmul(x, transpose ? swapaxes(wd, -1, -2, s) : wd, s);
   }
   Dtype dtype = promote_types(promote_types(x.dtype(), scales.dtype()), biases->dtype());
   auto stream = to_stream(s);
@@ -175,6 +379,94 @@ array quantized_matmul(const array& x, const array& w, const array& scales,
   bc = broadcast_to(bc, with_last2(batch, scales.shape(-2), scales.shape(-1)), s);
   array out(with_last2(batch, M, N), dtype, prim, {xc, wc, sc, bc});
   return vector ? squeeze(out, -2, s) : out;
+}
+
+// ---- qqmm ---------------------------------------------------------------------
+
+namespace {
+
+// a quantized and dequantized in its own dtype (Note [Floating-point
+// quantization]); the gradient passes straight through to a.
+array fake_quantize(const array& a, QuantParams p, const std::optional<array>& global_scale,
+                    StreamOrDevice s) {
+  auto q = fp_quantize(a, p, global_scale, s);
+  array dq = astype(fp_dequantize(q[0], q[1], p, global_scale, s), a.dtype(), s);
+  return add(stop_gradient(dq, s), subtract(a, stop_gradient(a, s), s), s);
+}
+
+void check_qq_input(const char* op, const char* what, const array& a, QuantParams p) {
+  const Dtype t = a.dtype();
+  if (t != float32 && t != float16 && t != bfloat16) {
+    throw_invalid(op, std::string(what) + " must be float32, float16 or bfloat16, got " +
+                          dtype_name(t));
+  }
+  if (a.ndim() < 1 || a.shape(-1) % p.group_size != 0) {
+    throw_invalid(op, std::string(what) + " of shape " + shape_str(a.shape()) +
+                          " must have a last dimension divisible by group_size " +
+                          std::to_string(p.group_size));
+  }
+}
+
+// The operands of x @ w.T with x, and w unless it is packed, rounded through
+// the mode's format: {x_hat, w_hat.T}.
+std::pair<array, array> qq_operands(const char* op, const array& x, const array& w,
+                                    const std::optional<array>& scales,
+                                    std::optional<int> group_size, std::optional<int> bits,
+                                    const std::string& mode,
+                                    const std::optional<array>& global_scale_x,
+                                    const std::optional<array>& global_scale_w,
+                                    StreamOrDevice s) {
+  QuantParams p = quant_params(op, mode, group_size, bits);
+  if (p.mode == QuantMode::affine) {
+    throw_invalid(op, "mode 'affine' is not supported (expected 'mxfp4', 'mxfp8' or 'nvfp4')");
+  }
+  check_global_scale(op, "global_scale_x", p, global_scale_x);
+  check_global_scale(op, "global_scale_w", p, global_scale_w);
+  check_qq_input(op, "x", x, p);
+  array x_hat = fake_quantize(x, p, global_scale_x, s);
+  std::optional<array> w_hat;
+  int64_t K;
+  if (w.dtype() == uint32) {
+    if (!scales) throw_invalid(op, "a quantized (uint32) w needs its scales");
+    K = check_packed(op, w, *scales, std::nullopt, p);
+    w_hat = astype(fp_dequantize(w, *scales, p, global_scale_w, s), x.dtype(), s);
+  } else {
+    if (scales) throw_invalid(op, "scales are only used with a quantized (uint32) w");
+    check_qq_input(op, "w", w, p);
+    if (w.ndim() < 2) {
+      throw_invalid(op, "w of shape " + shape_str(w.shape()) + " must have at least 2 dimensions");
+    }
+    K = w.shape(-1);
+    w_hat = fake_quantize(w, p, global_scale_w, s);
+  }
+  if (x.shape(-1) != K) {
+    throw_invalid(op, "the last dimension of x " + shape_str(x.shape()) +
+                          " must match the inner dimension " + std::to_string(K) + " of w " +
+                          shape_str(w.shape()));
+  }
+  return {x_hat, swapaxes(*w_hat, -1, -2, s)};
+}
+
+}  // namespace
+
+array qqmm(const array& x, const array& w, const std::optional<array>& scales,
+           std::optional<int> group_size, std::optional<int> bits, const std::string& mode,
+           const std::optional<array>& global_scale_x, const std::optional<array>& global_scale_w,
+           StreamOrDevice s) {
+  auto [a, b] = qq_operands("qqmm", x, w, scales, group_size, bits, mode, global_scale_x,
+                            global_scale_w, s);
+  return matmul(a, b, s);
+}
+
+array gather_qqmm(const array& x, const array& w, const std::optional<array>& scales,
+                  std::optional<array> lhs_indices, std::optional<array> rhs_indices,
+                  std::optional<int> group_size, std::optional<int> bits, const std::string& mode,
+                  const std::optional<array>& global_scale_x,
+                  const std::optional<array>& global_scale_w, bool sorted_indices,
+                  StreamOrDevice s) {
+  auto [a, b] = qq_operands("gather_qqmm", x, w, scales, group_size, bits, mode, global_scale_x,
+                            global_scale_w, s);
+  return gather_mm(a, b, std::move(lhs_indices), std::move(rhs_indices), sorted_indices, s);
 }
 
 // ---- fp8 e4m3 -----------------------------------------------------------------

@@ -1,11 +1,14 @@
 // Quantization: quantize / dequantize against a float64-free reference of the
-// affine formula written here (packed words compared exactly, bit by bit),
+// affine formula written here (packed words compared exactly, bit by bit), and
+// of the mxfp4 / mxfp8 / nvfp4 formats (e2m1, e4m3, e8m0 written here from
+// their definitions), qqmm against the product of the rounded operands,
 // hand-packed words for 2, 3, 4 and 8 bits, the dequantization error bound,
 // quantized_matmul against x @ W^T computed here in double, derivatives
 // against finite differences, vmap against a loop, and the error messages.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <random>
 #include <string>
@@ -478,28 +481,34 @@ TEST(QuantizedMatmul, VmapMatchesALoop) {
   });
 }
 
+namespace {
+
+// The message of the std::invalid_argument that f throws.
+std::string message(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return std::string(e.what());
+  }
+  return std::string("(no exception)");
+}
+
+void has(const std::string& m, const std::string& part) {
+  EXPECT_NE(m.find(part), std::string::npos) << m << " (expected: " << part << ")";
+}
+
+}  // namespace
+
 TEST(Quantize, BadInputIsRefusedWithAClearMessage) {
-  auto message = [](const std::function<void()>& f) {
-    try {
-      f();
-    } catch (const std::invalid_argument& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no exception)");
-  };
   array w = random_f64({4, 64}, 25);
-  auto has = [](const std::string& m, const std::string& part) {
-    EXPECT_NE(m.find(part), std::string::npos) << m << " (expected: " << part << ")";
-  };
   has(message([&] { quantize(random_f64({64}, 1)); }), "[quantize] w of shape (64,) must have at least 2");
   has(message([&] { quantize(random_f64({2, 48}, 1)); }), "divisible by group_size 64");
   has(message([&] { quantize(w, 16); }), "group_size 16 is not supported");
   has(message([&] { quantize(w, 64, 7); }), "bits 7 is not supported");
   has(message([&] { quantize(astype(w, int32)); }), "w must be floating point");
-  has(message([&] { quantize(w, std::nullopt, std::nullopt, "mxfp4"); }),
-      "mode 'mxfp4' is not implemented");
   has(message([&] { quantize(w, std::nullopt, std::nullopt, "int4"); }), "unknown mode 'int4'");
-  has(message([&] { quantize(w, 64, 4, "affine", array(1.f)); }), "global_scale");
+  has(message([&] { quantize(w, 64, 4, "affine", array(1.f)); }),
+      "[quantize] global_scale is only used by mode 'nvfp4'");
   auto q = quantize(w);
   has(message([&] { dequantize(astype(q[0], int32), q[1], q[2]); }), "[dequantize] w must be uint32");
   has(message([&] { dequantize(q[0], q[1]); }), "needs biases");
@@ -513,7 +522,7 @@ TEST(Quantize, BadInputIsRefusedWithAClearMessage) {
       "must match the inner dimension 4");
   has(message([&] { quantized_matmul(array({1, 2}), q[0], q[1], q[2]); }), "x must be floating");
   has(message([&] { quantized_matmul(random_f64({2, 64}, 1), q[0], q[1], q[2], true, 64, 4, "nvfp4"); }),
-      "mode 'nvfp4' is not implemented");
+      "[quantized_matmul] group_size 64 is not supported in mode 'nvfp4' (16)");
 }
 
 // fp8 e4m3: every code decoded against hand-worked values and round-tripped;
@@ -613,4 +622,414 @@ TEST(Fp8, RejectsWrongDtypes) {
       std::invalid_argument);
   EXPECT_THROW(from_fp8(array({1.f}, Shape{1})), std::invalid_argument);
   EXPECT_THROW(from_fp8(array({uint8_t(1)}, Shape{1}, uint8), int32), std::invalid_argument);
+}
+
+// ---- floating-point modes: mxfp4, mxfp8, nvfp4 ------------------------------------
+//
+// The reference encodes by scanning every value of a format: e2m1 to the
+// nearest value with ties toward zero and a negative sign only on a non-zero
+// code; e4m3 with fp8_code above (ties to the even code, saturating at 448);
+// the e8m0 scale as the smallest power of two at least amax / max_value.
+namespace {
+
+const float kE2M1[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+
+int e2m1_code(float y) {
+  const double a = std::fabs(static_cast<double>(y));
+  int best = 0;
+  for (int c = 1; c < 8; ++c) {
+    if (std::fabs(kE2M1[c] - a) < std::fabs(kE2M1[best] - a)) best = c;
+  }
+  return best | (y < 0 && best != 0 ? 8 : 0);
+}
+
+float e2m1_value(int c) { return c & 8 ? -kE2M1[c & 7] : kE2M1[c & 7]; }
+
+struct FpMode {
+  std::string name;
+  int group, bits;
+};
+const FpMode kFpModes[] = {{"mxfp4", 32, 4}, {"mxfp8", 32, 8}, {"nvfp4", 16, 4}};
+
+struct FpReference {
+  std::vector<uint32_t> words;
+  std::vector<uint8_t> scales;
+  std::vector<float> values;  // what dequantize gives back, in float32
+};
+
+// Rows of float32 weights (K per row) quantized in mode m.
+FpReference fp_reference(const std::vector<float>& w, int K, const FpMode& m,
+                         std::optional<float> global_scale = std::nullopt) {
+  FpReference r;
+  const int per_word = 32 / m.bits;
+  r.words.assign(w.size() / per_word, 0u);
+  const float factor = global_scale ? *global_scale / (448.0f * 6.0f) : 1.0f;
+  for (size_t start = 0; start < w.size(); start += m.group) {
+    float amax = 0.0f;
+    for (int k = 0; k < m.group; ++k) amax = std::max(amax, std::fabs(w[start + k]));
+    const float scale = amax / (m.bits == 8 ? 448.0f : 6.0f);
+    int code;
+    float divisor, back;  // the element divisor; the scale read back
+    if (m.name == "nvfp4") {
+      code = fp8_code(global_scale ? scale / factor : scale);
+      divisor = static_cast<float>(fp8_value(code));
+      back = global_scale ? divisor * factor : divisor;
+    } else {
+      int n = 0;
+      if (scale > 0) {
+        n = -149;
+        while (std::ldexp(1.0f, n) < scale) ++n;
+      }
+      code = (n + 127) & 255;
+      divisor = std::ldexp(1.0f, n);
+      back = code == 0 ? std::ldexp(1.0f, -127) : std::ldexp(1.0f, code - 127);
+    }
+    r.scales.push_back(static_cast<uint8_t>(code));
+    for (int k = 0; k < m.group; ++k) {
+      float y = divisor == 0 ? 0.0f : w[start + k] / divisor;
+      if (global_scale) y /= factor;
+      const int c = m.bits == 8 ? fp8_code(y) : e2m1_code(y);
+      const size_t i = start + k;
+      r.words[i / per_word] |= static_cast<uint32_t>(c) << (i % per_word * m.bits);
+      const float v = m.bits == 8 ? static_cast<float>(fp8_value(c)) : e2m1_value(c);
+      r.values.push_back(v * back);
+    }
+  }
+  (void)K;
+  return r;
+}
+
+// Rows whose magnitudes span 2^-spread to 2^spread, a zero group, and (row 0)
+// values on the midpoints between e2m1 values at scale 1.
+std::vector<float> fp_test_weights(int rows, int K, uint64_t seed, int spread = 20) {
+  auto v = random_floats(static_cast<size_t>(rows) * K, seed);
+  std::mt19937_64 gen(seed);
+  for (int i = 0; i < rows; ++i) {
+    const float mag = std::ldexp(1.0f, static_cast<int>(gen() % (2 * spread + 1)) - spread);
+    for (int k = 0; k < K; ++k) v[i * K + k] *= mag;
+  }
+  const float ties[] = {6.0f, 0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f,
+                        -0.25f, -0.75f, -1.25f, -1.75f, -2.5f, -3.5f, -5.0f, -0.0f};
+  for (int k = 0; k < 16; ++k) v[k] = ties[k];
+  for (int k = 0; k < 16; ++k) v[K + k] = 0.0f;  // row 1's first group of 16
+  return v;
+}
+
+std::vector<double> to_doubles(const std::vector<float>& v) {
+  return std::vector<double>(v.begin(), v.end());
+}
+
+// Batch i of y (rows x N) against batch i of x (rows x K) times the
+// transpose of matrix experts[i] of W (E x N x K).
+void expect_batches(const std::vector<double>& y, const std::vector<double>& x,
+                    const std::vector<double>& W, const std::vector<uint32_t>& experts, int rows,
+                    int K, int N, const std::string& ctx) {
+  for (size_t i = 0; i < experts.size(); ++i) {
+    const int64_t e = experts[i];
+    std::vector<double> We(W.begin() + e * N * K, W.begin() + (e + 1) * N * K);
+    std::vector<double> xi(x.begin() + i * rows * K, x.begin() + (i + 1) * rows * K);
+    std::vector<double> yi(y.begin() + i * rows * N, y.begin() + (i + 1) * rows * N);
+    expect_close(yi, matmul_reference(xi, rows, K, We, N, true), 1e-5,
+                 ctx + " " + std::to_string(i));
+  }
+}
+
+}  // namespace
+
+TEST(FpQuantize, WordsScalesAndValuesMatchTheReference) {
+  const int rows = 6, K = 128;
+  auto v = fp_test_weights(rows, K, 31);
+  array w(v.begin(), {rows, K}, float32);
+  for (Device d : harness::devices()) {
+    for (const FpMode& m : kFpModes) {
+      SCOPED_TRACE(m.name);
+      auto q = quantize(w, std::nullopt, std::nullopt, m.name, std::nullopt, d);
+      ASSERT_EQ(q.size(), 2u);
+      EXPECT_EQ(q[0].shape(), (Shape{rows, K * m.bits / 32}));
+      EXPECT_EQ(q[0].dtype(), uint32);
+      EXPECT_EQ(q[1].shape(), (Shape{rows, K / m.group}));
+      EXPECT_EQ(q[1].dtype(), uint8);
+      auto ref = fp_reference(v, K, m);
+      EXPECT_EQ(host_values<uint32_t>(q[0]), ref.words);
+      EXPECT_EQ(host_values<uint8_t>(q[1]), ref.scales);
+      array back = dequantize(q[0], q[1], std::nullopt, m.group, m.bits, m.name, std::nullopt,
+                              float32, d);
+      EXPECT_EQ(back.shape(), w.shape());
+      EXPECT_EQ(host_values<float>(back), ref.values);
+      array bf = dequantize(q[0], q[1], std::nullopt, std::nullopt, std::nullopt, m.name,
+                            std::nullopt, std::nullopt, d);
+      EXPECT_EQ(bf.dtype(), bfloat16);
+      EXPECT_EQ(host_values<float>(astype(bf, float32)), ref.values);  // exact in bfloat16
+    }
+  }
+}
+
+TEST(FpQuantize, HandWorkedCodes) {
+  // mxfp4, one group with largest magnitude 6: the scale is 2^0 (code 127)
+  // and the values are their own codes; 0.25 ties toward 0, 0.75 toward 0.5,
+  // -0.25 rounds to an unsigned 0.
+  std::vector<float> v(32, 0.0f);
+  const float head[] = {6.0f, 0.25f, 0.75f, -0.75f, -0.25f, 1.75f, 5.0f, 2.9f};
+  std::copy(std::begin(head), std::end(head), v.begin());
+  array w(v.begin(), {1, 32}, float32);
+  auto q = quantize(w, std::nullopt, std::nullopt, "mxfp4");
+  // codes 7, 0, 1, 9, 0, 3, 6, 5 from the lowest nibble up.
+  EXPECT_EQ(host_values<uint32_t>(q[0])[0], 0x56309107u);
+  EXPECT_EQ(host_values<uint8_t>(q[1]), (std::vector<uint8_t>{127}));
+  // mxfp8 doubles the largest magnitude to 896: the scale is 2^1 (code 128),
+  // 896 / 2 = 448 is e4m3 code 0x7e, 1.0 / 2 = 0.5 is 0x30.
+  std::vector<float> u(32, 0.0f);
+  u[0] = 896.0f, u[1] = 1.0f, u[2] = -1.0f;
+  auto q8 = quantize(array(u.begin(), {1, 32}, float32), std::nullopt, std::nullopt, "mxfp8");
+  EXPECT_EQ(host_values<uint32_t>(q8[0])[0], 0x00b0307eu);
+  EXPECT_EQ(host_values<uint8_t>(q8[1]), (std::vector<uint8_t>{128}));
+  // nvfp4: largest magnitude 3 gives the e4m3 scale 0.5 (0x30); 3 / 0.5 = 6.
+  std::vector<float> n(16, 0.0f);
+  n[0] = 3.0f, n[1] = -1.0f;
+  auto q4 = quantize(array(n.begin(), {1, 16}, float32), std::nullopt, std::nullopt, "nvfp4");
+  EXPECT_EQ(host_values<uint32_t>(q4[0])[0], 0x000000c7u);  // codes 7 and 8 | 4 (-2)
+  EXPECT_EQ(host_values<uint8_t>(q4[1]), (std::vector<uint8_t>{0x30}));
+}
+
+TEST(FpQuantize, NvFp4GlobalScale) {
+  const int rows = 4, K = 64;
+  auto v = fp_test_weights(rows, K, 32);
+  array w(v.begin(), {rows, K}, float32);
+  const FpMode m = kFpModes[2];
+  for (Device d : harness::devices()) {
+    for (float g : {0.7f, 3.0f, 250.0f}) {
+      SCOPED_TRACE("global_scale " + std::to_string(g));
+      array gs(g);
+      auto q = quantize(w, std::nullopt, std::nullopt, "nvfp4", gs, d);
+      auto ref = fp_reference(v, K, m, g);
+      EXPECT_EQ(host_values<uint32_t>(q[0]), ref.words);
+      EXPECT_EQ(host_values<uint8_t>(q[1]), ref.scales);
+      array back = dequantize(q[0], q[1], std::nullopt, std::nullopt, std::nullopt, "nvfp4", gs,
+                              std::nullopt, d);
+      EXPECT_EQ(back.dtype(), float32);  // bfloat16 promoted with the float32 global scale
+      EXPECT_EQ(host_values<float>(back), ref.values);
+    }
+  }
+}
+
+TEST(FpQuantize, HalfPrecisionRoundsTheScaleInItsDtype) {
+  // amax / 448 is rounded to float16 first: 0.00085878... / 448 is a float16
+  // subnormal that rounds to exactly 2^-19, so the e8m0 scale is 2^-19 (code
+  // 108) and the largest element saturates at 448 (0x7e).
+  std::vector<float> v(32, 0.0f);
+  v[0] = 0.0008587837f;
+  array w = astype(array(v.begin(), {1, 32}, float32), float16);
+  for (Device d : harness::devices()) {
+    auto q = quantize(w, std::nullopt, std::nullopt, "mxfp8", std::nullopt, d);
+    EXPECT_EQ(host_values<uint8_t>(q[1]), (std::vector<uint8_t>{108}));
+    EXPECT_EQ(host_values<uint32_t>(q[0])[0] & 0xffu, 0x7eu);
+  }
+}
+
+TEST(FpQuantize, BatchedWeightsAndVmap) {
+  const int K = 64;
+  auto v = fp_test_weights(2 * 3, K, 33);
+  array w(v.begin(), {2, 3, K}, float32);
+  for (const FpMode& m : kFpModes) {
+    SCOPED_TRACE(m.name);
+    auto q = quantize(w, std::nullopt, std::nullopt, m.name);
+    EXPECT_EQ(q[0].shape(), (Shape{2, 3, K * m.bits / 32}));
+    auto ref = fp_reference(v, K, m);
+    EXPECT_EQ(host_values<uint32_t>(q[0]), ref.words);
+    EXPECT_EQ(host_values<uint8_t>(q[1]), ref.scales);
+  }
+  grad_check::on_each_device([&] {
+    for (const FpMode& m : kFpModes) {
+      std::string name = m.name;
+      grad_check::check_vmap(
+          name + " quantize",
+          [name](const std::vector<array>& a) {
+            return quantize(a[0], std::nullopt, std::nullopt, name);
+          },
+          {astype(random_f64({3, 4, K}, 34), float32)}, {0});
+      auto q = quantize(w, std::nullopt, std::nullopt, name);
+      grad_check::check_vmap(
+          name + " dequantize",
+          [name](const std::vector<array>& a) {
+            return std::vector<array>{dequantize(a[0], a[1], std::nullopt, std::nullopt,
+                                                 std::nullopt, name, std::nullopt, float32)};
+          },
+          {q[0], q[1]}, {0, 0});
+    }
+  });
+}
+
+TEST(FpQuantizedMatmul, MatchesTheProductWithTheReferenceMatrix) {
+  const int K = 64, N = 32;
+  for (Device d : harness::devices()) {
+    for (const FpMode& m : kFpModes) {
+      for (bool transpose : {true, false}) {
+        SCOPED_TRACE(m.name + (transpose ? " transpose" : " no transpose"));
+        const int rows = transpose ? N : K, values = transpose ? K : N;
+        auto v = fp_test_weights(rows, values, 35, 3);
+        auto q = quantize(array(v.begin(), {rows, values}, float32), std::nullopt, std::nullopt,
+                          m.name, std::nullopt, d);
+        auto W = to_doubles(fp_reference(v, values, m).values);
+        for (Dtype t : {float32, float16, bfloat16}) {
+          array x = astype(random_f64({3, K}, 36), t);
+          array y = quantized_matmul(x, q[0], q[1], std::nullopt, transpose, std::nullopt,
+                                     std::nullopt, m.name, d);
+          EXPECT_EQ(y.shape(), (Shape{3, N}));
+          EXPECT_EQ(y.dtype(), t);
+          expect_close(as_doubles(y), matmul_reference(as_doubles(x), 3, K, W, N, transpose),
+                       harness::rtol_for(t) * 4, dtype_name(t));
+        }
+      }
+    }
+  }
+}
+
+TEST(FpQuantizedMatmul, BatchedAndGathered) {
+  const int K = 64, N = 16, E = 3;
+  for (const FpMode& m : kFpModes) {
+    SCOPED_TRACE(m.name);
+    auto v = fp_test_weights(E * N, K, 37, 3);
+    auto q = quantize(array(v.begin(), {E, N, K}, float32), std::nullopt, std::nullopt, m.name);
+    auto W = to_doubles(fp_reference(v, K, m).values);
+    array x = astype(random_f64({E, 2, K}, 38), float32);
+    array idx = array({2, 0, 2, 1}, Shape{4}, uint32);
+    array xg = astype(random_f64({4, 1, K}, 39), float32);
+    grad_check::on_each_device([&] {
+      array y = quantized_matmul(x, q[0], q[1], std::nullopt, true, std::nullopt, std::nullopt,
+                                 m.name);
+      array yg = gather_qmm(xg, q[0], q[1], std::nullopt, std::nullopt, idx, true, std::nullopt,
+                            std::nullopt, m.name);
+      EXPECT_EQ(y.shape(), (Shape{E, 2, N}));
+      EXPECT_EQ(yg.shape(), (Shape{4, 1, N}));
+      expect_batches(as_doubles(y), as_doubles(x), W, {0, 1, 2}, 2, K, N, "expert");
+      expect_batches(as_doubles(yg), as_doubles(xg), W, {2, 0, 2, 1}, 1, K, N, "gathered row");
+    });
+  }
+}
+
+TEST(Qqmm, MatchesTheProductOfTheRoundedOperands) {
+  const int M = 3, K = 64, N = 16;
+  auto xv = fp_test_weights(M, K, 41, 3);
+  auto wv = fp_test_weights(N, K, 42, 3);
+  array x(xv.begin(), {M, K}, float32), w(wv.begin(), {N, K}, float32);
+  for (Device d : harness::devices()) {
+    for (const FpMode& m : kFpModes) {
+      for (std::optional<float> g : {std::optional<float>(), std::optional<float>(5.0f)}) {
+        if (g && m.name != "nvfp4") continue;
+        SCOPED_TRACE(m.name + (g ? " with global scales" : ""));
+        std::optional<array> gx, gw;
+        if (g) gx = array(*g * 0.5f), gw = array(*g);
+        auto X = to_doubles(fp_reference(xv, K, m, g ? std::optional<float>(*g * 0.5f) : g).values);
+        auto W = to_doubles(fp_reference(wv, K, m, g).values);
+        auto want = matmul_reference(X, M, K, W, N, true);
+        array y = qqmm(x, w, std::nullopt, std::nullopt, std::nullopt, m.name, gx, gw, d);
+        EXPECT_EQ(y.shape(), (Shape{M, N}));
+        EXPECT_EQ(y.dtype(), float32);
+        expect_close(as_doubles(y), want, 1e-5, "w unquantized");
+        auto q = quantize(w, std::nullopt, std::nullopt, m.name, gw, d);
+        array yq = qqmm(x, q[0], q[1], std::nullopt, std::nullopt, m.name, gx, gw, d);
+        expect_close(as_doubles(yq), want, 1e-5, "w quantized");
+        // The rows one at a time, and as vectors.
+        array y1 = qqmm(slice(x, {1, 0}, {2, K}), q[0], q[1], std::nullopt, std::nullopt, m.name,
+                        gx, gw, d);
+        EXPECT_EQ(y1.shape(), (Shape{1, N}));
+        expect_close(as_doubles(y1), std::vector<double>(want.begin() + N, want.begin() + 2 * N),
+                     1e-5, "one row");
+        array yv = qqmm(reshape(slice(x, {1, 0}, {2, K}), {K}), q[0], q[1], std::nullopt,
+                        std::nullopt, m.name, gx, gw, d);
+        EXPECT_EQ(yv.shape(), (Shape{N}));
+      }
+    }
+  }
+}
+
+TEST(Qqmm, GradientPassesStraightThroughTheRounding) {
+  const int M = 2, K = 32, N = 4;
+  auto xv = fp_test_weights(M, K, 43, 3);
+  auto wv = fp_test_weights(N, K, 44, 3);
+  array x(xv.begin(), {M, K}, float32), w(wv.begin(), {N, K}, float32);
+  const FpMode m = kFpModes[1];  // mxfp8
+  auto X = to_doubles(fp_reference(xv, K, m).values);
+  auto W = to_doubles(fp_reference(wv, K, m).values);
+  grad_check::on_each_device([&] {
+    auto f = [](const std::vector<array>& a) {
+      return std::vector<array>{qqmm(a[0], a[1], std::nullopt, std::nullopt, std::nullopt, "mxfp8")};
+    };
+    auto [out, grads] = vjp(f, {x, w}, {ones({M, N}, float32)});
+    // d sum / dx[m, k] = sum_n W_hat[n, k]; d sum / dw[n, k] = sum_m X_hat[m, k].
+    std::vector<double> gx(M * K), gw(N * K);
+    for (int k = 0; k < K; ++k) {
+      double cw = 0, cx = 0;
+      for (int n = 0; n < N; ++n) cw += W[n * K + k];
+      for (int i = 0; i < M; ++i) cx += X[i * K + k];
+      for (int i = 0; i < M; ++i) gx[i * K + k] = cw;
+      for (int n = 0; n < N; ++n) gw[n * K + k] = cx;
+    }
+    expect_close(as_doubles(grads[0]), gx, 1e-6, "dx");
+    expect_close(as_doubles(grads[1]), gw, 1e-6, "dw");
+  });
+}
+
+TEST(GatherQqmm, ChoosesTheMatricesByIndex) {
+  const int K = 32, N = 8, E = 3;
+  auto wv = fp_test_weights(E * N, K, 45, 3);
+  auto xv = fp_test_weights(4, K, 46, 3);
+  array w(wv.begin(), {E, N, K}, float32), x(xv.begin(), {4, 1, K}, float32);
+  const FpMode m = kFpModes[2];
+  auto W = to_doubles(fp_reference(wv, K, m).values);
+  auto X = to_doubles(fp_reference(xv, K, m).values);
+  const std::vector<uint32_t> experts = {1, 2, 0, 1};
+  array idx(experts.begin(), Shape{4}, uint32);
+  grad_check::on_each_device([&] {
+    auto q = quantize(w, std::nullopt, std::nullopt, "nvfp4");
+    array y = gather_qqmm(x, q[0], q[1], std::nullopt, idx);
+    EXPECT_EQ(y.shape(), (Shape{4, 1, N}));
+    expect_batches(as_doubles(y), X, W, experts, 1, K, N, "row");
+  });
+}
+
+TEST(FpQuantize, BadInputIsRefusedWithAClearMessage) {
+  array w = astype(random_f64({4, 64}, 47), float32);
+  const auto none = std::nullopt;
+  has(message([&] { quantize(w, 64, none, "mxfp4"); }),
+      "[quantize] group_size 64 is not supported in mode 'mxfp4' (32)");
+  has(message([&] { quantize(w, none, 8, "nvfp4"); }),
+      "[quantize] bits 8 is not supported in mode 'nvfp4' (4)");
+  has(message([&] { quantize(w, none, 4, "mxfp8"); }), "bits 4 is not supported in mode 'mxfp8' (8)");
+  has(message([&] { quantize(w, none, none, "mxfp4", array(1.0f)); }),
+      "[quantize] global_scale is only used by mode 'nvfp4'");
+  has(message([&] { quantize(w, none, none, "nvfp4", array({1.0f, 2.0f})); }),
+      "global_scale must be a float32 scalar, got shape (2,)");
+  has(message([&] { quantize(w, none, none, "nvfp4", astype(array(1.0f), float16)); }),
+      "dtype float16");
+  has(message([&] { quantize(slice(w, {0, 0}, {4, 40}), none, none, "nvfp4"); }),
+      "the last dimension of w (40) must be divisible by group_size 16");
+  has(message([&] { quantize(astype(w, int32), none, none, "mxfp8"); }), "w must be floating point");
+  auto q = quantize(w, none, none, "mxfp4");
+  has(message([&] { dequantize(q[0], q[1], q[1], none, none, "mxfp4"); }),
+      "[dequantize] biases are only used by mode 'affine'");
+  has(message([&] { dequantize(q[0], astype(q[1], float32), none, none, none, "mxfp4"); }),
+      "[dequantize] scales must be uint8 in mode 'mxfp4', got float32");
+  has(message([&] { dequantize(q[0], q[1], none, none, none, "nvfp4"); }),
+      "do not match w of shape (4,8): expected (4,4)");
+  has(message([&] { quantized_matmul(w, q[0], q[1], q[1], true, none, none, "mxfp4"); }),
+      "[quantized_matmul] biases are only used by mode 'affine'");
+  has(message([&] { quantized_matmul(slice(w, {0, 0}, {4, 32}), q[0], q[1], none, true, none,
+                                     none, "mxfp4"); }),
+      "must match the inner dimension 64");
+  has(message([&] { qqmm(w, w, none, none, none, "affine"); }),
+      "[qqmm] mode 'affine' is not supported");
+  has(message([&] { qqmm(astype(w, float64), w); }),
+      "[qqmm] x must be float32, float16 or bfloat16, got float64");
+  has(message([&] { qqmm(w, q[0], none, none, none, "mxfp4"); }),
+      "[qqmm] a quantized (uint32) w needs its scales");
+  has(message([&] { qqmm(w, w, q[1], none, none, "mxfp4"); }),
+      "[qqmm] scales are only used with a quantized (uint32) w");
+  has(message([&] { qqmm(w, w, none, none, none, "mxfp8", array(1.0f)); }),
+      "[qqmm] global_scale_x is only used by mode 'nvfp4'");
+  has(message([&] { qqmm(slice(w, {0, 0}, {4, 40}), w); }),
+      "x of shape (4,40) must have a last dimension divisible by group_size 16");
+  has(message([&] { qqmm(slice(w, {0, 0}, {4, 32}), w); }), "must match the inner dimension 64");
+  has(message([&] { gather_qqmm(w, w, none, none, none, none, none, "affine"); }),
+      "[gather_qqmm] mode 'affine' is not supported");
 }

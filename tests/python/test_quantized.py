@@ -1,6 +1,7 @@
 """Quantization: mx.quantize / dequantize / quantized_matmul against a NumPy
-implementation of the affine formula and of the packing, and the quantized
-layers and nn.quantize."""
+implementation of the affine formula and of the packing, and of the mxfp4,
+mxfp8 and nvfp4 formats (e2m1, e4m3, e8m0 from their definitions), qqmm, and
+the quantized layers and nn.quantize."""
 
 import numpy as np
 import pytest
@@ -273,8 +274,8 @@ def test_quantization_errors(device):
         mx.quantize(w, 16)
     with pytest.raises(ValueError, match="bits 7 is not supported"):
         mx.quantize(w, 64, 7)
-    with pytest.raises(ValueError, match="mode 'mxfp8' is not implemented"):
-        mx.quantize(w, mode="mxfp8")
+    with pytest.raises(ValueError, match="group_size 64 is not supported in mode 'mxfp8'"):
+        mx.quantize(w, 64, mode="mxfp8")
     wq, scales, biases = mx.quantize(w)
     with pytest.raises(ValueError, match=r"\[dequantize\] w must be uint32"):
         mx.dequantize(wq.astype(mx.int32), scales, biases)
@@ -382,3 +383,279 @@ def test_to_fp8_is_the_nearest_code_ties_to_even(rng, device):
                                   np.arange(256))
     with pytest.raises(TypeError):
         mx.to_fp8(x=mx.array([1.0]))
+
+
+# ---- floating-point modes: mxfp4, mxfp8, nvfp4 ---------------------------------------
+
+E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
+FP_MODES = {"mxfp4": (32, 4), "mxfp8": (32, 8), "nvfp4": (16, 4)}
+
+
+def e2m1_codes(y):
+    """Nearest e2m1 value, ties toward zero (the smaller code), the sign only on a
+    non-zero code."""
+    a = np.abs(y.astype(np.float64))
+    dist = np.abs(a[..., None] - E2M1)
+    code = dist.argmin(-1)  # the first, smaller, code of a tie
+    return np.where((y < 0) & (code != 0), code | 8, code).astype(np.uint32)
+
+
+def e4m3_codes(y):
+    """Nearest e4m3 value, ties to the even code, saturating at 448, the sign kept."""
+    y = y.astype(np.float32)
+    vals = fp8_values()[:127]
+    a = np.minimum(np.abs(y.astype(np.float64)), 448.0)
+    dist = np.abs(a[..., None] - vals)
+    best = dist.min(-1, keepdims=True)
+    codes = np.arange(127)
+    even = np.where((dist == best) & (codes % 2 == 0), codes, 10**6).min(-1)
+    code = np.where((dist == best).sum(-1) == 1, dist.argmin(-1), even)
+    return (code | np.where(np.signbit(y), 0x80, 0)).astype(np.uint32)
+
+
+def code_values(codes, bits):
+    if bits == 8:
+        return fp8_values()[codes].astype(np.float32)
+    return np.where(codes & 8, -E2M1[codes & 7], E2M1[codes & 7]).astype(np.float32)
+
+
+def np_fp_quantize(w, mode, global_scale=None):
+    """(words, scales, dequantized float32 values) of w (float32 or float16, rows x K):
+    the group scale amax / max_value rounded to w's dtype; e8m0: the smallest power
+    of two at least that; e4m3 (nvfp4): its nearest value, w divided by it in w's
+    dtype, then by global_scale / (448 * 6)."""
+    group, bits = FP_MODES[mode]
+    dt = w.dtype
+    rows, K = w.shape
+    g = w.reshape(rows, K // group, group)
+    scale = (np.abs(g).max(-1) / dt.type(448.0 if bits == 8 else 6.0)).astype(dt)
+    scale = scale.astype(np.float32)
+    factor = np.float32(1) if global_scale is None else np.float32(global_scale) / np.float32(2688)
+    if mode == "nvfp4":
+        codes = e4m3_codes(scale / factor if global_scale is not None else scale)
+        d = fp8_values()[codes].astype(np.float32)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            y = np.where(d[..., None] == 0, 0, (g / d[..., None].astype(dt)).astype(dt))
+        y = y.astype(np.float32)
+        if global_scale is not None:
+            y = y / factor
+        back = d * factor if global_scale is not None else d
+    else:
+        n = np.zeros(scale.shape, np.int64)
+        for idx in np.ndindex(scale.shape):
+            if scale[idx] > 0:
+                k = -149
+                while np.ldexp(np.float32(1), k) < scale[idx]:
+                    k += 1
+                n[idx] = k
+        codes = ((n + 127) & 255).astype(np.uint32)
+        y = g.astype(np.float32) / np.ldexp(np.float32(1), n)[..., None].astype(np.float32)
+        back = np.where(codes == 0, np.float32(2.0**-127),
+                        np.ldexp(np.float32(1), codes.astype(np.int64) - 127)).astype(np.float32)
+    q = (e4m3_codes(y) if bits == 8 else e2m1_codes(y)).reshape(rows, K)
+    per = 32 // bits
+    words = (q.reshape(rows, -1, per).astype(np.uint64)
+             << (np.arange(per, dtype=np.uint64) * bits)).sum(-1).astype(np.uint32)
+    values = (code_values(q, bits).reshape(rows, K // group, group)
+              * back[..., None].astype(np.float32)).reshape(rows, K)
+    return words, codes.astype(np.uint8), values.astype(np.float32)
+
+
+def fp_weights(rows, K, spread=20, dtype=np.float32, seed=0):
+    """Rows of magnitudes 2^-spread .. 2^spread, a zero group, and e2m1 midpoints."""
+    rng = np.random.default_rng(seed)
+    w = rng.standard_normal((rows, K)) * 2.0 ** rng.integers(-spread, spread + 1, (rows, 1))
+    w[0, :16] = [6, 0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5, -0.25, -0.75, -1.25, -1.75, -2.5,
+                 -3.5, -5, -0.0]
+    if rows > 1:
+        w[1, :16] = 0
+    return w.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("mode", list(FP_MODES))
+def test_fp_quantize_matches_numpy(mode, dtype, device):
+    spread = 20 if dtype == "float32" else 4
+    w = fp_weights(8, 128, spread, getattr(np, dtype), seed=1)
+    group, bits = FP_MODES[mode]
+    out = mx.quantize(mx.array(w), mode=mode)
+    assert len(out) == 2
+    wq, scales = out
+    assert wq.dtype == mx.uint32 and wq.shape == (8, 128 * bits // 32)
+    assert scales.dtype == mx.uint8 and scales.shape == (8, 128 // group)
+    words, codes, values = np_fp_quantize(w, mode)
+    np.testing.assert_array_equal(np.array(wq), words)
+    np.testing.assert_array_equal(np.array(scales), codes)
+    back = mx.dequantize(wq, scales, mode=mode, dtype=mx.float32)
+    np.testing.assert_array_equal(np.array(back), values)
+    default = mx.dequantize(wq, scales, mode=mode)
+    assert default.dtype == mx.bfloat16
+    np.testing.assert_array_equal(np.array(default.astype(mx.float32)), values)
+
+
+@pytest.mark.parametrize("global_scale", [0.7, 3.0, 250.0])
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_nvfp4_global_scale_matches_numpy(global_scale, dtype, device):
+    w = fp_weights(6, 64, 4, getattr(np, dtype), seed=2)
+    gs = mx.array(global_scale)
+    wq, scales = mx.quantize(mx.array(w), mode="nvfp4", global_scale=gs)
+    words, codes, values = np_fp_quantize(w, "nvfp4", global_scale)
+    np.testing.assert_array_equal(np.array(wq), words)
+    np.testing.assert_array_equal(np.array(scales), codes)
+    back = mx.dequantize(wq, scales, mode="nvfp4", global_scale=gs)
+    assert back.dtype == mx.float32
+    np.testing.assert_array_equal(np.array(back), values)
+
+
+@pytest.mark.parametrize("transpose", [True, False])
+@pytest.mark.parametrize("mode", list(FP_MODES))
+def test_fp_quantized_matmul_matches_numpy(mode, transpose, device):
+    K, N = 64, 32
+    rows, values = (N, K) if transpose else (K, N)
+    w = fp_weights(rows, values, 3, seed=3)
+    wq, scales = mx.quantize(mx.array(w), mode=mode)
+    W = np_fp_quantize(w, mode)[2].astype(np.float64)
+    x = np.random.default_rng(4).standard_normal((2, 3, K)).astype(np.float32)
+    for dtype in (mx.float32, mx.float16, mx.bfloat16):
+        xm = mx.array(x).astype(dtype)
+        y = mx.quantized_matmul(xm, wq, scales, transpose=transpose, mode=mode)
+        assert y.dtype == dtype and y.shape == (2, 3, N)
+        want = np.array(xm.astype(mx.float32)).astype(np.float64) @ (W.T if transpose else W)
+        tol = 1e-5 if dtype == mx.float32 else 2e-2
+        np.testing.assert_allclose(np.array(y.astype(mx.float32)), want, rtol=tol,
+                                   atol=tol * np.abs(want).max())
+    with pytest.raises(ValueError, match="biases are only used by mode 'affine'"):
+        mx.quantized_matmul(mx.array(x), wq, scales, scales, transpose=transpose, mode=mode)
+
+
+def test_gather_qmm_fp_modes(device):
+    E, N, K = 3, 8, 64
+    w = fp_weights(E * N, K, 3, seed=5)
+    wq, scales = mx.quantize(mx.array(w.reshape(E, N, K)), mode="mxfp8")
+    W = np_fp_quantize(w, "mxfp8")[2].reshape(E, N, K).astype(np.float64)
+    x = np.random.default_rng(6).standard_normal((4, 1, K)).astype(np.float32)
+    idx = np.array([2, 0, 2, 1], np.uint32)
+    y = mx.gather_qmm(mx.array(x), wq, scales, rhs_indices=mx.array(idx), mode="mxfp8")
+    want = np.stack([x[i] @ W[idx[i]].T for i in range(4)])
+    np.testing.assert_allclose(np.array(y), want, rtol=1e-5, atol=1e-5)
+
+
+def np_qdq(a, mode, global_scale=None):
+    return np_fp_quantize(a, mode, global_scale)[2].astype(np.float64)
+
+
+@pytest.mark.parametrize("mode", list(FP_MODES))
+def test_qqmm_matches_numpy(mode, device):
+    x = fp_weights(3, 64, 3, seed=7)
+    w = fp_weights(16, 64, 3, seed=8)
+    want = np_qdq(x, mode) @ np_qdq(w, mode).T
+    y = mx.qqmm(mx.array(x), mx.array(w), mode=mode)
+    assert y.dtype == mx.float32 and y.shape == (3, 16)
+    np.testing.assert_allclose(np.array(y), want, rtol=1e-5, atol=1e-5)
+    wq, scales = mx.quantize(mx.array(w), mode=mode)
+    yq = mx.qqmm(mx.array(x), wq, scales, mode=mode)
+    np.testing.assert_allclose(np.array(yq), want, rtol=1e-5, atol=1e-5)
+    yv = mx.qqmm(mx.array(x[1]), wq, scales, mode=mode)
+    assert yv.shape == (16,)
+    np.testing.assert_allclose(np.array(yv), want[1], rtol=1e-5, atol=1e-5)
+    y16 = mx.qqmm(mx.array(x).astype(mx.float16), wq, scales, mode=mode)
+    assert y16.dtype == mx.float16
+
+
+def test_qqmm_global_scales_match_numpy(device):
+    x = fp_weights(2, 32, 3, seed=9)
+    w = fp_weights(8, 32, 3, seed=10)
+    gx, gw = 0.37, 7.0
+    want = np_qdq(x, "nvfp4", gx) @ np_qdq(w, "nvfp4", gw).T
+    y = mx.qqmm(mx.array(x), mx.array(w), global_scale_x=mx.array(gx),
+                global_scale_w=mx.array(gw))
+    np.testing.assert_allclose(np.array(y), want, rtol=1e-5, atol=1e-5)
+    wq, scales = mx.quantize(mx.array(w), mode="nvfp4", global_scale=mx.array(gw))
+    yq = mx.qqmm(mx.array(x), wq, scales, global_scale_x=mx.array(gx),
+                 global_scale_w=mx.array(gw))
+    np.testing.assert_allclose(np.array(yq), want, rtol=1e-5, atol=1e-5)
+
+
+def test_qqmm_gradient_passes_straight_through(device):
+    x = fp_weights(2, 32, 3, seed=11)
+    w = fp_weights(4, 32, 3, seed=12)
+    gx, gw = mx.grad(lambda a, b: mx.qqmm(a, b, mode="mxfp8").sum(), argnums=(0, 1))(
+        mx.array(x), mx.array(w))
+    X, W = np_qdq(x, "mxfp8"), np_qdq(w, "mxfp8")
+    np.testing.assert_allclose(np.array(gx), np.ones((2, 4)) @ W, rtol=1e-6)
+    np.testing.assert_allclose(np.array(gw), np.ones((4, 2)) @ X, rtol=1e-6)
+
+
+def test_gather_qqmm_chooses_experts(device):
+    E, N, K = 3, 8, 32
+    w = fp_weights(E * N, K, 3, seed=13)
+    x = fp_weights(4, K, 3, seed=14)
+    wq, scales = mx.quantize(mx.array(w.reshape(E, N, K)), mode="nvfp4")
+    idx = np.array([1, 2, 0, 1], np.uint32)
+    y = mx.gather_qqmm(mx.array(x.reshape(4, 1, K)), wq, scales, rhs_indices=mx.array(idx))
+    W = np_qdq(w, "nvfp4").reshape(E, N, K)
+    X = np_qdq(x, "nvfp4")
+    want = np.stack([X[i:i + 1] @ W[idx[i]].T for i in range(4)])
+    np.testing.assert_allclose(np.array(y), want, rtol=1e-5, atol=1e-5)
+
+
+def test_fp_quantization_errors(device):
+    w = mx.array(RNG.standard_normal((4, 64)).astype(np.float32))
+    with pytest.raises(ValueError, match=r"\[quantize\] group_size 64 is not supported in mode "
+                                         r"'mxfp4' \(32\)"):
+        mx.quantize(w, 64, mode="mxfp4")
+    with pytest.raises(ValueError, match=r"bits 8 is not supported in mode 'nvfp4' \(4\)"):
+        mx.quantize(w, bits=8, mode="nvfp4")
+    with pytest.raises(ValueError, match="global_scale is only used by mode 'nvfp4'"):
+        mx.quantize(w, mode="mxfp8", global_scale=mx.array(1.0))
+    with pytest.raises(ValueError, match=r"global_scale must be a float32 scalar, got shape \(2,\)"):
+        mx.quantize(w, mode="nvfp4", global_scale=mx.array([1.0, 2.0]))
+    with pytest.raises(ValueError, match="unknown mode 'fp4'"):
+        mx.quantize(w, mode="fp4")
+    wq, scales = mx.quantize(w, mode="mxfp4")
+    with pytest.raises(ValueError, match=r"\[dequantize\] biases are only used by mode 'affine'"):
+        mx.dequantize(wq, scales, scales, mode="mxfp4")
+    with pytest.raises(ValueError, match="scales must be uint8 in mode 'mxfp4', got float32"):
+        mx.dequantize(wq, scales.astype(mx.float32), mode="mxfp4")
+    with pytest.raises(ValueError, match=r"\[qqmm\] mode 'affine' is not supported"):
+        mx.qqmm(w, w, mode="affine")
+    with pytest.raises(ValueError, match=r"\[qqmm\] x must be float32, float16 or bfloat16"):
+        mx.qqmm(w.astype(mx.float64), w)
+    with pytest.raises(ValueError, match="needs its scales"):
+        mx.qqmm(w, wq, mode="mxfp4")
+    with pytest.raises(ValueError, match="scales are only used with a quantized"):
+        mx.qqmm(w, w, scales, mode="mxfp4")
+
+
+def test_qqlinear_quantizes_in_eval_mode(device):
+    lin = nn.Linear(64, 16, bias=False)
+    ql = lin.to_quantized(quantize_input=True, mode="nvfp4")
+    assert isinstance(ql, nn.QQLinear)
+    assert ql.group_size == 16 and ql.bits == 4 and ql.training
+    assert ql.weight.dtype == mx.float32 and "scales" not in ql
+    x = mx.array(RNG.standard_normal((3, 64)).astype(np.float32))
+    w = np.array(lin.weight)
+    want = np_qdq(np.array(x), "nvfp4") @ np_qdq(w, "nvfp4").T
+    np.testing.assert_allclose(np.array(ql(x)), want, rtol=1e-5, atol=1e-5)
+    # Training: the weight receives gradients.
+    grads = nn.value_and_grad(ql, lambda m: m(x).sum())(ql)[1]
+    assert grads["weight"].shape == (16, 64)
+    ql.eval()
+    assert ql.weight.dtype == mx.uint32 and ql.scales.dtype == mx.uint8
+    np.testing.assert_allclose(np.array(ql(x)), want, rtol=1e-5, atol=1e-5)
+    ql.train()
+    assert "scales" not in ql and ql.weight.shape == (16, 64)
+    np.testing.assert_array_equal(np.array(ql.weight.astype(mx.float32)), np_qdq(w, "nvfp4"))
+    fresh = nn.QQLinear(32, 8, mode="mxfp8")
+    assert fresh(x[:, :32]).shape == (3, 8) and fresh.group_size == 32 and fresh.bits == 8
+    with pytest.raises(ValueError, match="bias"):
+        nn.QQLinear.from_linear(nn.Linear(64, 8))
+    with pytest.raises(ValueError, match="quantize_input needs mode 'nvfp4' or 'mxfp8'"):
+        lin.to_quantized(quantize_input=True, mode="affine")
+
+
+def test_nn_quantize_with_quantize_input(device):
+    model = nn.Sequential(nn.Linear(64, 32, bias=False), nn.ReLU(), nn.Linear(32, 16, bias=False))
+    nn.quantize(model, mode="mxfp8", quantize_input=True)
+    assert [type(m).__name__ for m in model.layers] == ["QQLinear", "ReLU", "QQLinear"]
+    assert model(mx.zeros((2, 64))).shape == (2, 16)

@@ -12,7 +12,8 @@ from tessera.nn.layers.embedding import Embedding
 from tessera.nn.layers.linear import Bilinear, Identity, Linear
 from tessera.nn.layers.normalization import (BatchNorm, GroupNorm, InstanceNorm, LayerNorm,
                                              RMSNorm)
-from tessera.nn.layers.quantized import QuantizedEmbedding, QuantizedLinear, quantize
+from tessera.nn.layers.quantized import (QQLinear, QuantizedEmbedding, QuantizedLinear,
+                                         quantize)
 from tessera.nn.layers.positional_encoding import ALiBi, RoPE, SinusoidalPositionalEncoding
 from tessera.nn.layers.recurrent import GRU, LSTM, RNN
 from tessera.nn.layers.transformer import (MultiHeadAttention, Transformer,

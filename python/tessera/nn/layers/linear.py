@@ -48,11 +48,14 @@ class Linear(Module):
 
     def to_quantized(self, group_size: Optional[int] = None, bits: Optional[int] = None,
                      mode: str = "affine", quantize_input: bool = False) -> Module:
-        """The :class:`QuantizedLinear` with this layer's weight and bias."""
-        from tessera.nn.layers.quantized import QuantizedLinear
+        """The :class:`QuantizedLinear` with this layer's weight and bias, or with
+        ``quantize_input`` (modes 'nvfp4' and 'mxfp8') the :class:`QQLinear`."""
+        from tessera.nn.layers.quantized import QQLinear, QuantizedLinear
         if quantize_input:
-            raise ValueError("[Linear.to_quantized] quantize_input needs QQLinear (modes "
-                             "'nvfp4' and 'mxfp8'), which is not implemented")
+            if mode not in ("nvfp4", "mxfp8"):
+                raise ValueError("[Linear.to_quantized] quantize_input needs mode 'nvfp4' or "
+                                 f"'mxfp8', got {mode!r}")
+            return QQLinear.from_linear(self, group_size, bits, mode)
         return QuantizedLinear.from_linear(self, group_size, bits, mode)
 
 

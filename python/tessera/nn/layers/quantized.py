@@ -127,6 +127,78 @@ class QuantizedEmbedding(_Quantized):
         return qe
 
 
+class QQLinear(Module):
+    """``y = x @ w.T`` with the input, and the weight, quantized in mode ``'nvfp4'``,
+    ``'mxfp8'`` or ``'mxfp4'`` by ``mx.qqmm``; no bias.
+
+    In training mode the weight is kept in floating point (and quantized on the fly,
+    so it receives gradients); in eval mode it is stored quantized with its ``scales``.
+    ``train()`` / ``eval()`` switch between the two (``dequantize()`` / ``quantize()``)."""
+
+    def __init__(self, input_dims: int, output_dims: int, group_size: Optional[int] = None,
+                 bits: Optional[int] = None, mode: str = "nvfp4") -> None:
+        if mode == "affine":
+            raise ValueError("[QQLinear] mode 'affine' is not supported (expected 'nvfp4', "
+                             "'mxfp8' or 'mxfp4')")
+        self.group_size, self.bits = _defaults_for_mode(mode, group_size, bits)
+        self.mode = mode
+        super().__init__()
+        scale = math.sqrt(1 / input_dims)
+        self.weight = mx.random.uniform(low=-scale, high=scale, shape=(output_dims, input_dims))
+
+    @property
+    def _training(self):
+        return self.__dict__.get("_training_flag", True)
+
+    @_training.setter
+    def _training(self, mode):
+        # train() and eval() set this flag: the weight follows it.
+        self.__dict__["_training_flag"] = mode
+        if "weight" in self:
+            self.dequantize() if mode else self.quantize()
+
+    @property
+    def _quantized(self):
+        return "scales" in self
+
+    def _extra_repr(self) -> str:
+        out_dims, in_dims = self.weight.shape
+        if self.weight.dtype == mx.uint32:
+            in_dims = in_dims * 32 // self.bits
+        return (f"input_dims={in_dims}, output_dims={out_dims}, group_size={self.group_size}, "
+                f"bits={self.bits}, mode={self.mode!r}")
+
+    def quantize(self):
+        """Stores the weight quantized, with its ``scales``."""
+        if not self._quantized:
+            self.weight, self.scales = mx.quantize(self.weight, self.group_size, self.bits,
+                                                   mode=self.mode)
+
+    def dequantize(self):
+        """Stores the weight in floating point again (the quantized values)."""
+        if self._quantized:
+            self.weight = mx.dequantize(self.weight, scales=self.scales,
+                                        group_size=self.group_size, bits=self.bits,
+                                        mode=self.mode)
+            del self["scales"]
+
+    def __call__(self, x):
+        return mx.qqmm(x, self["weight"], scales=self.get("scales"), group_size=self.group_size,
+                       bits=self.bits, mode=self.mode)
+
+    @classmethod
+    def from_linear(cls, linear_layer: Module, group_size: Optional[int] = None,
+                    bits: Optional[int] = None, mode: str = "nvfp4") -> "QQLinear":
+        """The :class:`QQLinear` with a bias-free :class:`Linear`'s weight, in its mode."""
+        if "bias" in linear_layer:
+            raise ValueError("[QQLinear.from_linear] QQLinear has no bias; the Linear has one")
+        output_dims, input_dims = linear_layer.weight.shape
+        ql = cls(input_dims, output_dims, group_size, bits, mode=mode)
+        ql.weight = linear_layer.weight
+        ql.train(linear_layer.training)
+        return ql
+
+
 def quantize(model: Module, group_size: Optional[int] = None, bits: Optional[int] = None, *,
              mode: str = "affine", quantize_input: bool = False,
              class_predicate: Optional[Callable[[str, Module], object]] = None) -> None:
