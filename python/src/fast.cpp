@@ -1,5 +1,5 @@
 // The submodule tessera.core.fast: rms_norm,
-// layer_norm, rope and scaled_dot_product_attention; the stream is keyword-only.
+// layer_norm, rope, cross_entropy and scaled_dot_product_attention; the stream is keyword-only.
 #include "convert.h"
 
 namespace tessera::python {
@@ -31,6 +31,11 @@ void init_fast(nb::module_& parent) {
         "freqs"_a = nb::none(), "stream"_a = nb::none(),
         "Rotary position embedding of the first dims features of a (B, *, T, D); offset an "
         "int or an array (a scalar, or one per batch element); exactly one of base and freqs.");
+  def_named(m, "cross_entropy", [](nb::handle logits, nb::handle targets, StreamArg s) {
+    return fast::cross_entropy(to_array(logits), to_array(targets), s);
+  }, "logits"_a, "targets"_a, kw, "stream"_a = nb::none(),
+        "logsumexp(logits, axis=-1) - logits[..., targets] in float32, with the shape of "
+        "targets (integer class indices).");
   def_named(m, "scaled_dot_product_attention", [](nb::handle q, nb::handle k, nb::handle v, float scale,
                                            nb::handle mask, nb::handle sinks, bool force_fused,
                                            StreamArg s) {

@@ -1,4 +1,4 @@
-// The submodule tessera.core.fft, and einsum,
+// The submodule tessera.core.fft (with stft and istft), and einsum,
 // einsum_path, kron and the window functions of tessera.core.
 #include "convert.h"
 
@@ -84,6 +84,29 @@ void init_fft(nb::module_& parent) {
             "stream"_a = nb::none());
     }
   }
+  def_named(m, "stft", [](nb::handle x, int n_fft, std::optional<int> hop_length,
+                          std::optional<int> win_length, nb::handle window, bool center,
+                          const std::string& pad_mode, const std::string& norm,
+                          std::optional<bool> onesided, StreamArg s) {
+    return fft::stft(to_array(x), n_fft, hop_length, win_length, optional_array(window), center,
+                     pad_mode, to_norm(norm), onesided, s);
+  }, "x"_a, "n_fft"_a = 2048, "hop_length"_a = nb::none(), "win_length"_a = nb::none(),
+        "window"_a = nb::none(), "center"_a = true, "pad_mode"_a = "reflect",
+        "norm"_a = "backward", "onesided"_a = nb::none(), "stream"_a = nb::none(),
+        "Short-time Fourier transform of the last axis, complex64 of shape "
+        "(..., n_freq, n_frames).");
+  def_named(m, "istft", [](nb::handle stft_matrix, std::optional<int> n_fft,
+                           std::optional<int> hop_length, std::optional<int> win_length,
+                           nb::handle window, bool center, const std::string& norm,
+                           std::optional<bool> onesided, std::optional<int> length, StreamArg s) {
+    return fft::istft(to_array(stft_matrix), n_fft, hop_length, win_length, optional_array(window),
+                      center, to_norm(norm), onesided, length, s);
+  }, "stft_matrix"_a, "n_fft"_a = nb::none(), "hop_length"_a = nb::none(),
+        "win_length"_a = nb::none(), "window"_a = nb::none(), "center"_a = true,
+        "norm"_a = "backward", "onesided"_a = nb::none(), "length"_a = nb::none(),
+        "stream"_a = nb::none(),
+        "Inverse short-time Fourier transform: the overlap-added windowed frames divided by the "
+        "squared-window envelope.");
   def_named(m, "fftfreq", [](int n, double d, StreamArg s) { return fft::fftfreq(n, d, s); }, "n"_a,
         "d"_a = 1.0, "stream"_a = nb::none());
   def_named(m, "rfftfreq", [](int n, double d, StreamArg s) { return fft::rfftfreq(n, d, s); }, "n"_a,

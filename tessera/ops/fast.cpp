@@ -329,4 +329,30 @@ array scaled_dot_product_attention(const array& q, const array& k, const array& 
                           {v.dtype(), lse_type}, std::move(inputs))[0];
 }
 
+array cross_entropy(const array& logits, const array& targets, StreamOrDevice s) {
+  const char* op = "cross_entropy";
+  if (logits.ndim() == 0) {
+    throw_invalid(op, "logits must have at least 1 dimension, got shape " +
+                          shape_str(logits.shape()));
+  }
+  check_floating(op, "logits", logits);
+  if (!is_integer(targets.dtype())) {
+    throw_invalid(op, "targets must be integer class indices, got " +
+                          dtype_name(targets.dtype()));
+  }
+  Shape expected(logits.shape().begin(), logits.shape().end() - 1);
+  if (targets.shape() != expected) {
+    throw_invalid(op, "targets of shape " + shape_str(targets.shape()) +
+                          " must have the shape of logits " + shape_str(logits.shape()) +
+                          " without its last axis, " + shape_str(expected));
+  }
+  if (logits.size() == 0) {
+    throw_invalid(op, "logits must not be empty, got shape " + shape_str(logits.shape()));
+  }
+  Stream st = to_stream(s);
+  array l = astype(logits, float32, st);
+  array picked = take_along_axis(l, expand_dims(targets, -1, st), -1, st);
+  return subtract(logsumexp(l, -1, false, st), squeeze(picked, -1, st), st);
+}
+
 }  // namespace tessera::fast

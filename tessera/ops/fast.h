@@ -4,8 +4,9 @@
 //   auto y = fast::rms_norm(x, w, 1e-5f);                       // over the last axis
 //   auto r = fast::rope(q, 64, false, 10000.0f, 1.0f, offset);  // (B, *, T, D)
 //   auto o = fast::scaled_dot_product_attention(q, k, v, 0.125f, "causal");
+//   auto loss = fast::cross_entropy(logits, labels);           // float32, labels' shape
 //
-// Each op is one primitive that carries its composition of ordinary ops (Note
+// Each op but cross_entropy is one primitive that carries its composition of ordinary ops (Note
 // [Fast primitives] in ops/primitives/fast.h): results are those of the
 // formulas below on every device. Normalisations, rotations and the attention
 // softmax compute in float32 (float64 for float64 input) and return the
@@ -53,5 +54,10 @@ array scaled_dot_product_attention(const array& q, const array& k, const array& 
                                    std::optional<array> mask_arr = {},
                                    const std::optional<array>& sinks = {},
                                    bool force_fused = false, StreamOrDevice s = {});
+
+// logsumexp(logits, -1) - logits[..., targets] in float32, of the shape of
+// targets (integer class indices in [0, logits.shape(-1))). A composition of
+// ordinary ops, with no primitive of its own.
+array cross_entropy(const array& logits, const array& targets, StreamOrDevice s = {});
 
 }  // namespace tessera::fast

@@ -1,4 +1,5 @@
-// fft namespace: validate n / s and axes, crop or pad, cast, create the FFT node.
+// fft namespace: validate n / s and axes, crop or pad, cast, create the FFT node;
+// stft and istft composed of pad, take, the transforms and scatter_add_axis.
 #include "tessera/ops/fft.h"
 
 #include <algorithm>
@@ -7,8 +8,10 @@
 
 #include "tessera/ops/binary.h"
 #include "tessera/ops/creation.h"
+#include "tessera/ops/indexing.h"
 #include "tessera/ops/primitives/fft.h"
 #include "tessera/ops/shape.h"
+#include "tessera/ops/unary.h"
 #include "tessera/ops/utils.h"
 
 namespace tessera::fft {
@@ -198,6 +201,135 @@ array ifftshift(const array& a, const std::vector<int>& axes, StreamOrDevice s) 
 }
 array ifftshift(const array& a, StreamOrDevice s) {
   return shift_impl(a, all_axes(static_cast<int>(a.ndim())), true, "ifftshift", s);
+}
+
+// ---- short-time transforms ---------------------------------------------------
+
+namespace {
+
+void check_positive(const char* op, const char* what, int v) {
+  if (v <= 0) throw_invalid(op, std::string(what) + " must be positive, got " + std::to_string(v));
+}
+
+// The analysis / synthesis window: `window` (default ones(win_length), its
+// length n_fft by default), float32 or complex64, zero-padded on both sides to
+// n_fft with the extra sample on the right.
+array padded_window(const std::optional<array>& window, const std::optional<int>& win_length,
+                    int n_fft, const char* op, StreamOrDevice s) {
+  if (!window && win_length && *win_length < 0) {
+    throw_invalid(op, "win_length must be non-negative, got " + std::to_string(*win_length));
+  }
+  array w = window ? *window : ones({win_length.value_or(n_fft)}, float32, s);
+  if (w.ndim() != 1) {
+    throw_invalid(op, "the window must be one-dimensional, got shape " + shape_str(w.shape()));
+  }
+  const int len = w.shape(0);
+  if (len > n_fft) {
+    throw_invalid(op, "the window length " + std::to_string(len) + " must not exceed n_fft " +
+                          std::to_string(n_fft));
+  }
+  w = astype(w, is_complex(w.dtype()) ? complex64 : float32, s);
+  if (len == n_fft) return w;
+  const int left = (n_fft - len) / 2;
+  return pad(w, {0}, {left}, {n_fft - len - left}, array(0, w.dtype()), "constant", s);
+}
+
+// The (n_frames, n_fft) sample indices f * hop + k of each frame's samples.
+array frame_indices(int n_frames, int n_fft, int hop, StreamOrDevice s) {
+  return add(expand_dims(arange(0, n_frames * hop, hop, s), 1, s),
+             expand_dims(arange(0, n_fft, s), 0, s), s);
+}
+
+}  // namespace
+
+array stft(const array& x, int n_fft, const std::optional<int>& hop_length,
+           const std::optional<int>& win_length, const std::optional<array>& window,
+           bool center, const std::string& pad_mode, FFTNorm norm,
+           const std::optional<bool>& onesided, StreamOrDevice s) {
+  const char* op = "stft";
+  if (x.ndim() < 1) {
+    throw_invalid(op, "the input must have at least one dimension, got a 0-d array");
+  }
+  check_positive(op, "n_fft", n_fft);
+  const int hop = hop_length.value_or(n_fft / 4);
+  check_positive(op, "hop_length", hop);
+  array w = padded_window(window, win_length, n_fft, op, s);
+  if (x.shape(-1) == 0) {
+    throw_invalid(op, "the input's last axis is empty (shape " + shape_str(x.shape()) + ")");
+  }
+  const bool complex_input = is_complex(x.dtype());
+  array signal = astype(x, complex_input ? complex64 : float32, s);
+  if (center) {
+    if (pad_mode != "reflect" && pad_mode != "constant" && pad_mode != "edge" &&
+        pad_mode != "symmetric") {
+      throw_invalid(op, "pad_mode must be 'reflect', 'constant', 'edge' or 'symmetric', got '" +
+                            pad_mode + "'");
+    }
+    const int p = n_fft / 2;
+    signal = pad(signal, {-1}, {p}, {p}, array(0, signal.dtype()), pad_mode, s);
+  }
+  const int len = signal.shape(-1);
+  if (len < n_fft) {
+    throw_invalid(op, "the input of length " + std::to_string(x.shape(-1)) +
+                          (center ? " (" + std::to_string(len) + " once centred)" : "") +
+                          " is shorter than n_fft " + std::to_string(n_fft));
+  }
+  const int n_frames = 1 + (len - n_fft) / hop;
+  array frames = multiply(take(signal, frame_indices(n_frames, n_fft, hop, s), -1, s), w, s);
+  array spectrum = onesided.value_or(!complex_input) ? rfft(frames, n_fft, -1, norm, s)
+                                                     : fft(frames, n_fft, -1, norm, s);
+  return swapaxes(spectrum, -1, -2, s);
+}
+
+array istft(const array& stft_matrix, const std::optional<int>& n_fft_in,
+            const std::optional<int>& hop_length, const std::optional<int>& win_length,
+            const std::optional<array>& window, bool center, FFTNorm norm,
+            const std::optional<bool>& onesided_in, const std::optional<int>& length,
+            StreamOrDevice s) {
+  const char* op = "istft";
+  if (stft_matrix.ndim() < 2) {
+    throw_invalid(op, "the input must have at least two dimensions (..., n_freq, n_frames), "
+                      "got shape " + shape_str(stft_matrix.shape()));
+  }
+  const bool onesided = onesided_in.value_or(true);
+  const int n_freq = stft_matrix.shape(-2), n_frames = stft_matrix.shape(-1);
+  const int n_fft = n_fft_in.value_or(onesided ? 2 * (n_freq - 1) : n_freq);
+  check_positive(op, "n_fft", n_fft);
+  const int hop = hop_length.value_or(n_fft / 4);
+  check_positive(op, "hop_length", hop);
+  array w = padded_window(window, win_length, n_fft, op, s);
+  if (n_frames == 0) {
+    throw_invalid(op, "the input has no frames (shape " + shape_str(stft_matrix.shape()) + ")");
+  }
+
+  array spectrum = swapaxes(stft_matrix, -1, -2, s);
+  array frames = onesided ? irfft(spectrum, n_fft, -1, norm, s)
+                          : real(fft::ifft(spectrum, n_fft, -1, norm, s), s);
+  frames = multiply(frames, w, s);
+
+  // Overlap-add the frames and the squared window at the same sample indices.
+  const int full = (n_frames - 1) * hop + n_fft;
+  Shape batch(frames.shape().begin(), frames.shape().end() - 2);
+  Shape flat_shape = batch, out_shape = batch, index_shape(batch.size(), 1);
+  flat_shape.push_back(n_frames * n_fft);
+  out_shape.push_back(full);
+  index_shape.push_back(n_frames * n_fft);
+  array indices = reshape(frame_indices(n_frames, n_fft, hop, s), {n_frames * n_fft}, s);
+  array y = scatter_add_axis(zeros(out_shape, frames.dtype(), s), reshape(indices, index_shape, s),
+                             reshape(frames, flat_shape, s), -1, s);
+  array w2 = broadcast_to(square(w, s), {n_frames, n_fft}, s);
+  array envelope = scatter_add_axis(zeros({full}, w.dtype(), s), indices,
+                                    reshape(w2, {n_frames * n_fft}, s), 0, s);
+  y = divide(y, maximum(envelope, array(1e-8f, w.dtype()), s), s);
+
+  const int start = center ? n_fft / 2 : 0;
+  const int stop = length ? start + std::max(*length, 0) : full - start;
+  Shape lo(y.ndim(), 0), hi = y.shape();
+  lo.back() = start;
+  hi.back() = std::min(stop, full);
+  y = slice(y, lo, hi, s);
+  if (stop > full) y = pad(y, {-1}, {0}, {stop - full}, array(0, y.dtype()), "constant", s);
+  return y;
 }
 
 }  // namespace tessera::fft

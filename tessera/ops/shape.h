@@ -65,7 +65,8 @@ array repeat(const array& arr, int repeats, int axis, StreamOrDevice s = {});
 array repeat(const array& arr, int repeats, StreamOrDevice s = {});
 array tile(const array& arr, std::vector<int> reps, StreamOrDevice s = {});
 
-// Pad with a constant ("constant") or the edge values ("edge").
+// Pad with a constant ("constant"), the edge values ("edge"), or the values
+// mirrored without ("reflect") or with ("symmetric") the edge.
 array pad(const array& a, const std::vector<int>& axes, const Shape& low_pad_size,
           const Shape& high_pad_size, const array& pad_value = array(0),
           const std::string& mode = "constant", StreamOrDevice s = {});

@@ -4,7 +4,9 @@
 // against a loop; the primitive's node (forced with a PrimitiveScope) against
 // the fallback graph; the fused kernels of the norms and rope, and their fused
 // derivatives, against the fallback graph (a FallbackScope), loops in double
-// and finite differences; and the errors of bad arguments.
+// and finite differences; and the errors of bad arguments. cross_entropy (a
+// plain composition) against a double loop, its gradient against
+// softmax - one_hot.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -1091,4 +1093,110 @@ TEST(Fast, test_bad_arguments_are_invalid_argument_naming_the_op) {
   // float32 inputs are fine.
   EXPECT_NO_THROW(attend(q, q, q, "array", ones({2}, bool_)));
   EXPECT_NO_THROW(attend(q, q, q, "array", zeros({3, 1, 1}, float16)));
+}
+
+// ---- cross_entropy ---------------------------------------------------------------
+
+namespace {
+
+// logsumexp(l) - l[target] in double over each row of l (rows of n).
+Values ref_cross_entropy(const Values& l, const std::vector<int>& targets, int n) {
+  Values out;
+  for (size_t r = 0; r < targets.size(); ++r) {
+    const double* row = l.data() + r * n;
+    double m = *std::max_element(row, row + n), s = 0;
+    for (int j = 0; j < n; ++j) s += std::exp(row[j] - m);
+    out.push_back(m + std::log(s) - row[targets[r]]);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(Fast, test_cross_entropy_values_dtypes_and_devices) {
+  const Shape shape{2, 3, 7};
+  const std::vector<int> targets = {0, 6, 3, 2, 5, 1};
+  for (Device dev : harness::devices()) {
+    StreamContext ctx(dev);
+    for (Dtype t : {float32, float16, bfloat16}) {
+      for (Dtype it : {int32, uint8, int64}) {
+        std::string c = std::string(dtype_name(t)) + " targets " + dtype_name(it);
+        auto lv = harness::random_values(shape_size(shape), t, -8, 8, 61);
+        array logits = harness::from_doubles(lv, shape, t);
+        array tg = astype(array(targets.begin(), {2, 3}, int32), it);
+        array y = fast::cross_entropy(logits, tg);
+        EXPECT_EQ(y.dtype(), float32) << c;
+        EXPECT_EQ(y.shape(), (Shape{2, 3})) << c;
+        // The reduction runs in float32 whatever the logits' dtype.
+        harness::expect_values(y, ref_cross_entropy(lv, targets, 7), c, 2e-5, 2e-5);
+      }
+    }
+    // A transposed view, and logits far from zero.
+    auto lv = harness::random_values(12, float32, 990, 1010, 62);
+    array logits = transpose(harness::from_doubles(lv, {4, 3}, float32));
+    Values rows;
+    for (int r = 0; r < 3; ++r) {
+      for (int j = 0; j < 4; ++j) rows.push_back(lv[j * 3 + r]);
+    }
+    harness::expect_values(fast::cross_entropy(logits, array({3, 0, 1}, {3}, int32)),
+                           ref_cross_entropy(rows, {3, 0, 1}, 4), "view", 1e-5, 1e-3);
+  }
+}
+
+TEST(Fast, test_cross_entropy_gradient_is_softmax_minus_one_hot) {
+  grad_check::on_each_device([] {
+    array l = random_f64({3, 5}, 63);
+    array tg = array({4, 0, 2}, {3}, int32);
+    array g = grad([&](const array& a) { return sum(fast::cross_entropy(a, tg)); })(l);
+    auto lv = values(l), gv = values(g);
+    const std::vector<int> targets = {4, 0, 2};
+    for (int r = 0; r < 3; ++r) {
+      double m = *std::max_element(lv.begin() + r * 5, lv.begin() + r * 5 + 5), s = 0;
+      for (int j = 0; j < 5; ++j) s += std::exp(lv[r * 5 + j] - m);
+      for (int j = 0; j < 5; ++j) {
+        double want = std::exp(lv[r * 5 + j] - m) / s - (j == targets[r] ? 1.0 : 0.0);
+        EXPECT_NEAR(gv[r * 5 + j], want, 1e-6) << r << "," << j;
+      }
+    }
+    // float32 results: a wide step against rounding, a loose tolerance.
+    check_derivatives("cross_entropy", [&](const std::vector<array>& a) {
+      return std::vector{fast::cross_entropy(a[0], tg)};
+    }, {l}, 2e-3, 1e-2);
+  });
+}
+
+TEST(Fast, test_cross_entropy_vmap_against_a_loop) {
+  for (Device dev : harness::devices()) {
+    StreamContext ctx(dev);
+    array l = grad_check::integers_f64({4, 3, 6}, 64);
+    array tg = array({5, 0, 1, 2, 3, 4, 0, 0, 5, 1, 1, 2}, {4, 3}, int32);
+    check_vmap("cross_entropy", [](const std::vector<array>& a) {
+      return std::vector{fast::cross_entropy(a[0], a[1])};
+    }, {l, tg}, {0, 0}, 4);
+    check_vmap("cross_entropy batch axis 1", [](const std::vector<array>& a) {
+      return std::vector{fast::cross_entropy(a[0], a[1])};
+    }, {moveaxis(l, 0, 1), transpose(tg)}, {1, 1}, 4);
+  }
+}
+
+TEST(Fast, test_cross_entropy_bad_arguments_name_the_op_and_values) {
+  array l = zeros({3, 5});
+  EXPECT_THROW(fast::cross_entropy(l, zeros({3})), std::invalid_argument);
+  EXPECT_THROW(fast::cross_entropy(l, zeros({3}, bool_)), std::invalid_argument);
+  EXPECT_THROW(fast::cross_entropy(l, zeros({2}, int32)), std::invalid_argument);
+  EXPECT_THROW(fast::cross_entropy(l, zeros({3, 1}, int32)), std::invalid_argument);
+  EXPECT_THROW(fast::cross_entropy(array(1.0f), array(0)), std::invalid_argument);
+  EXPECT_THROW(fast::cross_entropy(zeros({3, 5}, int32), zeros({3}, int32)),
+               std::invalid_argument);
+  EXPECT_THROW(fast::cross_entropy(zeros({3, 0}), zeros({3}, int32)), std::invalid_argument);
+  EXPECT_EQ(fast::cross_entropy(zeros({5}), array(2)).shape(), Shape{});
+  try {
+    fast::cross_entropy(l, zeros({4}, int32));
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("[cross_entropy]"), std::string::npos) << m;
+    EXPECT_NE(m.find("(4,)"), std::string::npos) << m;
+    EXPECT_NE(m.find("(3,5)"), std::string::npos) << m;
+  }
 }

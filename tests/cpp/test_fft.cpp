@@ -2,12 +2,16 @@
 // every transform, axes, crop / pad lengths, norms, input dtypes and layouts,
 // on every device; round trips; frequencies and shifts against their formulas;
 // derivatives against finite differences and vmap against a loop; errors.
+// stft against frames, windows and DFTs built here, istft against an
+// overlap-add of inverse DFTs and as the inverse of stft.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <complex>
 #include <numbers>
+#include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "grad_check.h"
@@ -588,6 +592,330 @@ TEST(FFT, test_vmap_matches_a_loop) {
       check_vmap("ifft with an unbatched operand " + c, [](const std::vector<array>& x) {
         return std::vector<array>{parts(fft::ifft(make_complex(x[0], x[1]), 1))};
       }, {xb, grad_check::integers_f64({4, 2}, 93)}, {in_axis, -1});
+    }
+  }
+}
+
+// ---- short-time transforms -------------------------------------------------------
+
+namespace {
+
+// x[i] of the centred signal: position j of x padded by p at each end.
+cd padded_sample(const std::vector<cd>& x, int j, int p, const std::string& mode) {
+  const int n = int(x.size());
+  int i = j - p;
+  if (i >= 0 && i < n) return x[i];
+  if (mode == "constant") return 0;
+  if (mode == "edge") return x[i < 0 ? 0 : n - 1];
+  // Mirror about the end samples ("reflect") or the ends ("symmetric") until inside.
+  const int shift = mode == "symmetric" ? 1 : 0;
+  if (n == 1) return x[0];
+  while (i < 0 || i >= n) {
+    if (i < 0) i = -i - shift;
+    if (i >= n) i = 2 * (n - 1) + shift - i;
+  }
+  return x[i];
+}
+
+struct StftCase {
+  int n_fft;
+  std::optional<int> hop, win_length;
+  bool center;
+  std::string mode;
+  bool onesided;
+  bool hann;  // a Hann window of win_length (else the default rectangle)
+};
+
+std::vector<double> hann(int m) {
+  std::vector<double> w(m);
+  for (int i = 0; i < m; ++i) w[i] = 0.5 - 0.5 * std::cos(2 * kPi * i / std::max(m - 1, 1));
+  return w;
+}
+
+// The window zero-padded on both sides to n_fft (the extra zero on the right).
+std::vector<double> centred(const std::vector<double>& w, int n_fft) {
+  std::vector<double> out(n_fft, 0.0);
+  const int left = (n_fft - int(w.size())) / 2;
+  for (size_t i = 0; i < w.size(); ++i) out[left + i] = w[i];
+  return out;
+}
+
+// (batch, n_freq, n_frames) of each row of x (batch, len): frame, window, DFT.
+std::vector<cd> ref_stft(const std::vector<cd>& x, int batch, int len, int n_fft, int hop,
+                         const std::vector<double>& w, bool center, const std::string& mode,
+                         bool onesided, FFTNorm norm, int& n_frames) {
+  const int p = center ? n_fft / 2 : 0, padded = len + 2 * p;
+  n_frames = 1 + (padded - n_fft) / hop;
+  const int n_freq = onesided ? n_fft / 2 + 1 : n_fft;
+  std::vector<cd> out(size_t(batch) * n_freq * n_frames);
+  for (int b = 0; b < batch; ++b) {
+    std::vector<cd> row(x.begin() + size_t(b) * len, x.begin() + size_t(b + 1) * len);
+    std::vector<cd> frames(size_t(n_frames) * n_fft);
+    for (int f = 0; f < n_frames; ++f) {
+      for (int k = 0; k < n_fft; ++k) {
+        cd v = padded_sample(row, f * hop + k, p, mode) * w[k];
+        frames[size_t(f) * n_fft + k] = onesided ? cd(v.real()) : v;
+      }
+    }
+    auto spec = ref_fftn(frames, {n_frames, n_fft}, {1}, {n_fft}, false, norm);
+    for (int q = 0; q < n_freq; ++q) {
+      for (int f = 0; f < n_frames; ++f) {
+        out[(size_t(b) * n_freq + q) * n_frames + f] = spec[size_t(f) * n_fft + q];
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(FFT, test_stft_matches_framed_dfts_on_every_device) {
+  const std::vector<StftCase> cases = {
+      {8, {}, {}, true, "reflect", true, false},
+      {8, 3, {}, false, "reflect", true, true},
+      {9, 2, 5, true, "constant", true, true},
+      {16, {}, 7, true, "edge", false, true},
+      {16, 5, {}, true, "reflect", true, true},  // reflection wider than the signal
+      {6, 1, 6, true, "symmetric", true, false},
+  };
+  uint64_t seed = 300;
+  for (Device dev : harness::devices()) {
+    StreamContext ctx(dev);
+    for (const auto& c : cases) {
+      for (int len : {11, 37}) {
+        if (!c.center && len < c.n_fft) continue;
+        for (FFTNorm norm : all_norms()) {
+          const int batch = 2, hop = c.hop.value_or(c.n_fft / 4);
+          const int wl = c.win_length.value_or(c.n_fft);
+          std::vector<double> w = c.hann ? hann(wl) : std::vector<double>(wl, 1.0);
+          std::optional<array> window;
+          if (c.hann) window = array(std::vector<float>(w.begin(), w.end()).begin(), {wl}, float32);
+          auto re = random_complex(size_t(batch) * len, seed++);
+          for (auto& v : re) v = v.real();
+          array x = astype(complex_array(re, {batch, len}), float32);
+          std::string ctx_s = "n_fft " + std::to_string(c.n_fft) + " hop " + std::to_string(hop) +
+                              " len " + std::to_string(len) + " " + c.mode + " " + norm_name(norm);
+          int n_frames = 0;
+          auto want = ref_stft(re, batch, len, c.n_fft, hop, centred(w, c.n_fft), c.center,
+                               c.mode, c.onesided, norm, n_frames);
+          array got = fft::stft(x, c.n_fft, c.hop, c.win_length, window, c.center, c.mode, norm,
+                                c.onesided);
+          const int n_freq = c.onesided ? c.n_fft / 2 + 1 : c.n_fft;
+          EXPECT_EQ(got.shape(), Shape({batch, n_freq, n_frames})) << ctx_s;
+          expect_complex(got, want, "stft " + ctx_s);
+        }
+      }
+    }
+  }
+}
+
+TEST(FFT, test_stft_of_a_complex_signal_defaults_to_both_sides) {
+  for (Device dev : harness::devices()) {
+    StreamContext ctx(dev);
+    auto v = random_complex(20, 311);
+    array x = complex_array(v, {20});
+    int n_frames = 0;
+    std::vector<double> ones8(8, 1.0);
+    auto both = ref_stft(v, 1, 20, 8, 2, ones8, true, "reflect", false, FFTNorm::Backward,
+                         n_frames);
+    array got = fft::stft(x, 8);
+    EXPECT_EQ(got.shape(), Shape({8, n_frames}));
+    expect_complex(got, both, "complex stft");
+    // onesided on a complex signal transforms the real part of each windowed frame.
+    auto one = ref_stft(v, 1, 20, 8, 2, ones8, true, "reflect", true, FFTNorm::Backward, n_frames);
+    expect_complex(fft::stft(x, 8, {}, {}, {}, true, "reflect", FFTNorm::Backward, true), one,
+                   "complex stft onesided");
+  }
+}
+
+TEST(FFT, test_istft_matches_overlap_added_inverse_dfts) {
+  // A spectrum that no signal has: the windowed overlap-add is all that
+  // istft promises.
+  const int n_fft = 8, hop = 3, n_frames = 5, n_freq = n_fft / 2 + 1;
+  array window = array(std::vector<float>({0.0f, 0.25f, 0.75f, 1.0f, 0.75f, 0.25f, 0.0f}).begin(),
+                       {7}, float32);
+  const std::vector<double> w7 = {0.0, 0.25, 0.75, 1.0, 0.75, 0.25, 0.0};
+  const std::vector<double> wc = centred(w7, n_fft);
+  auto spec = random_complex(size_t(n_freq) * n_frames, 321);
+  for (Device dev : harness::devices()) {
+    StreamContext ctx(dev);
+    array S = complex_array(spec, {n_freq, n_frames});
+    for (FFTNorm norm : all_norms()) {
+      for (bool center : {false, true}) {
+        for (std::optional<int> length : std::vector<std::optional<int>>{{}, 7, 30}) {
+          // (n_frames, n_freq) rows, inverse-transformed to (n_frames, n_fft).
+          std::vector<cd> rows(spec.size());
+          for (int q = 0; q < n_freq; ++q) {
+            for (int f = 0; f < n_frames; ++f) rows[f * n_freq + q] = spec[q * n_frames + f];
+          }
+          auto frames = ref_irfftn(rows, {n_frames, n_freq}, {1}, {n_fft}, norm);
+          const int full = (n_frames - 1) * hop + n_fft;
+          std::vector<double> y(full, 0.0), env(full, 0.0);
+          for (int f = 0; f < n_frames; ++f) {
+            for (int k = 0; k < n_fft; ++k) {
+              y[f * hop + k] += frames[f * n_fft + k] * wc[k];
+              env[f * hop + k] += wc[k] * wc[k];
+            }
+          }
+          const int start = center ? n_fft / 2 : 0;
+          const int stop = length ? start + *length : full - start;
+          std::vector<double> want;
+          for (int i = start; i < stop; ++i) {
+            want.push_back(i < full ? y[i] / std::max(env[i], 1e-8) : 0.0);
+          }
+          std::string c = std::string(norm_name(norm)) + (center ? " centred" : "") +
+                          (length ? " length " + std::to_string(*length) : "");
+          array got = fft::istft(S, n_fft, hop, {}, window, center, norm, {}, length);
+          EXPECT_EQ(got.shape(), Shape({int(want.size())})) << c;
+          // Samples where the envelope is tiny are divided by 1e-8: compare
+          // them relative to their own size.
+          auto g = harness::to_doubles(got);
+          ASSERT_EQ(g.size(), want.size()) << c;
+          for (size_t i = 0; i < g.size(); ++i) {
+            EXPECT_NEAR(g[i], want[i], 1e-4 * std::max(1.0, std::abs(want[i]))) << c << " " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(FFT, test_istft_inverts_stft) {
+  struct Case { int n_fft, hop; std::optional<int> win_length; bool center; bool onesided; };
+  const std::vector<Case> cases = {
+      {8, 2, {}, true, true}, {9, 3, 7, true, true}, {16, 4, 12, true, true},
+      {16, 4, {}, false, true},
+      {8, 1, {}, true, false}, {6, 2, 6, false, false}};
+  for (Device dev : harness::devices()) {
+    StreamContext ctx(dev);
+    for (const auto& c : cases) {
+      for (FFTNorm norm : all_norms()) {
+        const int len = 40;
+        auto v = random_complex(3 * len, 331);
+        std::vector<double> re(v.size());
+        for (size_t i = 0; i < v.size(); ++i) re[i] = v[i].real();
+        array x = array(std::vector<float>(re.begin(), re.end()).begin(), {3, len}, float32);
+        std::optional<array> window;
+        if (c.win_length) {
+          auto h = hann(*c.win_length + 2);  // no zero ends: every sample is covered
+          std::vector<float> w(h.begin() + 1, h.end() - 1);
+          window = array(w.begin(), {*c.win_length}, float32);
+        }
+        array S = fft::stft(x, c.n_fft, c.hop, {}, window, c.center, "reflect", norm, c.onesided);
+        array y = fft::istft(S, c.n_fft, c.hop, {}, window, c.center, norm, c.onesided, len);
+        std::string ctx_s = "n_fft " + std::to_string(c.n_fft) + " " + norm_name(norm);
+        EXPECT_EQ(y.shape(), Shape({3, len})) << ctx_s;
+        // Without centring the samples after the last full frame are not covered.
+        const int covered = c.center ? len : ((len - c.n_fft) / c.hop) * c.hop + c.n_fft;
+        auto g = harness::to_doubles(y);
+        int failures = 0;
+        for (int b = 0; b < 3; ++b) {
+          for (int i = 0; i < covered && failures < 4; ++i) {
+            if (std::abs(g[b * len + i] - re[b * len + i]) > 1e-5) {
+              ADD_FAILURE() << ctx_s << ": sample " << b << "," << i << " is " << g[b * len + i]
+                            << ", expected " << re[b * len + i];
+              ++failures;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(FFT, test_istft_default_lengths) {
+  array S = zeros({5, 3}, complex64);
+  EXPECT_EQ(fft::istft(S).shape(), Shape({4}));          // n_fft 8, hop 2: 12 - 8 samples
+  EXPECT_EQ(fft::istft(S, {}, {}, {}, {}, false).shape(), Shape({12}));
+  EXPECT_EQ(fft::istft(S, {}, {}, {}, {}, true, FFTNorm::Backward, false).shape(),
+            Shape({3}));                                 // n_fft 5, hop 1: 7 - 4 samples
+  EXPECT_EQ(fft::istft(zeros({2, 5, 3}, complex64), 8, 2, {}, {}, true, FFTNorm::Backward, {}, 9)
+                .shape(),
+            Shape({2, 9}));
+  EXPECT_EQ(fft::istft(S, 8, 2, {}, {}, true, FFTNorm::Backward, {}, 0).shape(), Shape({0}));
+  EXPECT_EQ(fft::istft(S, 8, 2, {}, {}, true, FFTNorm::Backward, {}, -3).shape(), Shape({0}));
+  EXPECT_EQ(fft::istft(S).dtype(), float32);
+  EXPECT_EQ(fft::istft(zeros({5, 3}, float16)).dtype(), float32);
+}
+
+TEST(FFT, test_stft_and_istft_errors_name_the_op_and_values) {
+  array x = zeros({20});
+  EXPECT_THROW(fft::stft(array(1.f), 4), std::invalid_argument);
+  EXPECT_THROW(fft::stft(x, 0), std::invalid_argument);
+  EXPECT_THROW(fft::stft(x, 3), std::invalid_argument);  // hop 3 / 4 = 0
+  EXPECT_THROW(fft::stft(x, 8, 0), std::invalid_argument);
+  EXPECT_THROW(fft::stft(x, 8, 2, 9), std::invalid_argument);
+  EXPECT_THROW(fft::stft(x, 8, 2, -1), std::invalid_argument);
+  EXPECT_THROW(fft::stft(x, 8, 2, {}, ones({2, 4})), std::invalid_argument);
+  EXPECT_THROW(fft::stft(x, 8, 2, {}, ones({9})), std::invalid_argument);
+  EXPECT_THROW(fft::stft(x, 8, 2, {}, {}, true, "wrap"), std::invalid_argument);
+  EXPECT_THROW(fft::stft(x, 21, 2, {}, {}, false), std::invalid_argument);
+  EXPECT_THROW(fft::stft(zeros({3, 0}), 4), std::invalid_argument);
+  EXPECT_NO_THROW(fft::stft(x, 8, 2, {}, {}, false, "wrap"));  // pad_mode unused
+  EXPECT_EQ(fft::stft(x, 8, 2, 9, ones({8})).shape(), Shape({5, 11}));  // the window wins
+  EXPECT_EQ(fft::stft(zeros({0, 20}), 4).shape(), Shape({0, 3, 21}));
+  array S = zeros({5, 3}, complex64);
+  EXPECT_THROW(fft::istft(zeros({5}, complex64)), std::invalid_argument);
+  EXPECT_THROW(fft::istft(zeros({1, 3}, complex64)), std::invalid_argument);  // n_fft 0
+  EXPECT_THROW(fft::istft(S, 8, 0), std::invalid_argument);
+  EXPECT_THROW(fft::istft(S, 8, 2, 9), std::invalid_argument);
+  EXPECT_THROW(fft::istft(S, 8, 2, {}, ones({9})), std::invalid_argument);
+  EXPECT_THROW(fft::istft(zeros({5, 0}, complex64)), std::invalid_argument);
+  try {
+    fft::stft(x, 8, 2, {}, ones({11}));
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("[stft]"), std::string::npos) << m;
+    EXPECT_NE(m.find("11"), std::string::npos) << m;
+    EXPECT_NE(m.find("8"), std::string::npos) << m;
+  }
+  try {
+    fft::stft(x, 21, 2, {}, {}, false);
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("[stft]"), std::string::npos) << m;
+    EXPECT_NE(m.find("21"), std::string::npos) << m;
+  }
+}
+
+TEST(FFT, test_derivatives_of_stft_and_istft) {
+  auto x0 = random_f64({2, 19}, 341);
+  array w = array(std::vector<double>({0.5, 1.0, 0.75, 0.25}).begin(), {4}, float64);
+  for (FFTNorm norm : all_norms()) {
+    std::string c = norm_name(norm);
+    for (std::string mode : {"reflect", "constant", "edge"}) {
+      check_linear("stft " + mode + " " + c, [&](const std::vector<array>& x) {
+        return std::vector<array>{parts(fft::stft(x[0], 8, 3, {}, {}, true, mode, norm))};
+      }, {x0});
+    }
+    check_linear("stft of the window " + c, [&](const std::vector<array>& x) {
+      return std::vector<array>{parts(fft::stft(x[1], 8, 2, {}, x[0], false, "reflect", norm,
+                                                false))};
+    }, {w, x0});
+    auto re = random_f64({2, 5, 6}, 342), im = random_f64({2, 5, 6}, 343);
+    check_linear("istft " + c, [&](const std::vector<array>& x) {
+      return std::vector<array>{fft::istft(make_complex(x[0], x[1]), 8, 3, {}, ones({6}), true,
+                                           norm, {}, 17)};
+    }, {re, im});
+  }
+}
+
+TEST(FFT, test_stft_and_istft_vmap_match_a_loop) {
+  // n_fft 4 on small integers: every twiddle and every sum is exact.
+  auto ints = grad_check::integers_f64({3, 2, 9}, 351);
+  for (Device dev : harness::devices()) {
+    StreamContext ctx(dev);
+    for (int in_axis : {0, 1}) {
+      array xb = moveaxis(ints, 0, in_axis);
+      std::string c = "batch axis " + std::to_string(in_axis);
+      check_vmap("stft " + c, [](const std::vector<array>& x) {
+        return std::vector<array>{parts(fft::stft(x[0], 4, 2))};
+      }, {xb}, {in_axis});
+      check_vmap("istft " + c, [](const std::vector<array>& x) {
+        return std::vector<array>{fft::istft(astype(x[0], complex64), 4, 2, {}, {}, false)};
+      }, {moveaxis(grad_check::integers_f64({3, 3, 5}, 352), 0, in_axis)}, {in_axis});
     }
   }
 }

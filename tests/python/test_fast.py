@@ -1,6 +1,7 @@
 """mx.fast against NumPy written from the reference's formulas: rms_norm,
-layer_norm, rope (both layouts, partial dims, offsets, freqs) and
-scaled_dot_product_attention (MHA, GQA, causal and array masks, sinks)."""
+layer_norm, rope (both layouts, partial dims, offsets, freqs),
+scaled_dot_product_attention (MHA, GQA, causal and array masks, sinks) and
+cross_entropy."""
 import numpy as np
 import pytest
 
@@ -164,3 +165,87 @@ def test_fast_is_the_native_submodule_with_keyword_only_options(rng, device):
     with pytest.raises(ValueError, match=r"\[scaled_dot_product_attention\] sinks"):
         fast.scaled_dot_product_attention(mx.array(x), mx.array(x), mx.array(x), scale=1.0,
                                           sinks=mx.zeros((3,)))
+
+
+def np_cross_entropy(logits, targets):
+    l = logits.astype(np.float64)
+    m = l.max(axis=-1, keepdims=True)
+    lse = (m + np.log(np.exp(l - m).sum(axis=-1, keepdims=True)))[..., 0]
+    return lse - np.take_along_axis(l, targets[..., None].astype(np.int64), -1)[..., 0]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("shape", [(5,), (4, 7), (2, 3, 11)])
+def test_cross_entropy_matches_float64_numpy(dtype, shape, rng, device):
+    logits = (4 * rng.standard_normal(shape)).astype(np.float32)
+    targets = rng.integers(0, shape[-1], shape[:-1]).astype(np.int32)
+    a = mx.array(logits).astype(getattr(mx, dtype))
+    got = mx.fast.cross_entropy(a, mx.array(targets))
+    assert got.dtype == mx.float32 and got.shape == shape[:-1]
+    rounded = np.array(a.astype(mx.float32))
+    tol = 1e-5 if dtype in ("float32", "float64") else 1e-4
+    np.testing.assert_allclose(np.array(got), np_cross_entropy(rounded, targets), rtol=tol,
+                               atol=tol)
+    for tdt in (mx.uint8, mx.int64, mx.int16):
+        other = mx.fast.cross_entropy(a, mx.array(targets).astype(tdt))
+        np.testing.assert_allclose(np.array(other), np.array(got))
+
+
+def test_cross_entropy_large_logits_and_views(rng, device):
+    logits = rng.standard_normal((6, 9)).astype(np.float32) * 30 + 1000
+    targets = rng.integers(0, 9, 6).astype(np.int32)
+    got = mx.fast.cross_entropy(mx.array(logits), mx.array(targets))
+    np.testing.assert_allclose(np.array(got), np_cross_entropy(logits, targets), rtol=1e-5,
+                               atol=1e-3)
+    t = rng.standard_normal((9, 6)).astype(np.float32)
+    np.testing.assert_allclose(np.array(mx.fast.cross_entropy(mx.array(t).T, mx.array(targets))),
+                               np_cross_entropy(t.T, targets), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        np.array(mx.fast.cross_entropy(mx.array(logits)[::2], mx.array(targets)[::2])),
+        np_cross_entropy(logits[::2], targets[::2]), rtol=1e-5, atol=1e-3)
+    got = mx.fast.cross_entropy(mx.array(t.T.astype(np.float64)), mx.array(targets), stream=mx.cpu)
+    assert got.dtype == mx.float32
+    np.testing.assert_allclose(np.array(got), np_cross_entropy(t.T, targets), rtol=1e-6, atol=1e-6)
+
+
+def test_cross_entropy_gradient_is_softmax_minus_one_hot(rng, device):
+    logits = rng.standard_normal((4, 6)).astype(np.float32)
+    targets = np.array([0, 5, 2, 2], np.int32)
+    w = rng.standard_normal(4).astype(np.float32)
+
+    def loss(l):
+        return mx.sum(mx.fast.cross_entropy(l, mx.array(targets)) * mx.array(w))
+
+    g = np.array(mx.grad(loss)(mx.array(logits)))
+    want = (np_softmax(logits.astype(np.float64)) - np.eye(6)[targets]) * w[:, None]
+    np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-6)
+    eps = 1e-3
+    for i, j in [(0, 0), (1, 5), (3, 1)]:
+        e = np.zeros_like(logits)
+        e[i, j] = eps
+        fd = (loss(mx.array(logits + e)).item() - loss(mx.array(logits - e)).item()) / (2 * eps)
+        assert abs(g[i, j] - fd) < 1e-2, (i, j, g[i, j], fd)
+    got = mx.vmap(lambda l, t: mx.fast.cross_entropy(l, t))(mx.array(logits), mx.array(targets))
+    np.testing.assert_allclose(np.array(got), np_cross_entropy(logits, targets), rtol=1e-5,
+                               atol=1e-6)
+
+
+def test_cross_entropy_refuses_bad_arguments(device):
+    logits = mx.zeros((3, 5))
+    with pytest.raises(ValueError,
+                       match=r"\[cross_entropy\] targets must be integer class indices, got float32"):
+        mx.fast.cross_entropy(logits, mx.zeros((3,)))
+    with pytest.raises(ValueError, match=r"\[cross_entropy\] targets must be integer"):
+        mx.fast.cross_entropy(logits, mx.zeros((3,), mx.bool_))
+    with pytest.raises(ValueError, match=r"\[cross_entropy\] targets of shape \(2,\) must have "
+                       r"the shape of logits \(3,5\) without its last axis, \(3,\)"):
+        mx.fast.cross_entropy(logits, mx.zeros((2,), mx.int32))
+    with pytest.raises(ValueError, match=r"\[cross_entropy\] targets of shape \(1,3\)"):
+        mx.fast.cross_entropy(logits, mx.zeros((1, 3), mx.int32))
+    with pytest.raises(ValueError, match=r"\[cross_entropy\] logits must have at least 1"):
+        mx.fast.cross_entropy(mx.array(1.0), mx.array(0))
+    with pytest.raises(ValueError, match=r"\[cross_entropy\] logits must have a floating dtype"):
+        mx.fast.cross_entropy(mx.zeros((3, 5), mx.int32), mx.zeros((3,), mx.int32))
+    with pytest.raises(TypeError):
+        mx.fast.cross_entropy(logits, mx.zeros((3,), mx.int32), mx.cpu)
+    assert mx.fast.cross_entropy(mx.zeros((5,)), mx.array(2)).shape == ()
