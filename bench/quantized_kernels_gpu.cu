@@ -255,6 +255,42 @@ void small_m_case(cublasHandle_t h, int64_t N, int64_t K, int bits, int group, i
                 ok ? "ok  " : "FAIL", std::is_same_v<T, bf16> ? "bf16" : "f16", (long long)N,
                 (long long)K, bits, group, M, plan.splits(), err);
   }
+  if (M <= qmm::kGemvMaxRows) {
+    // Note [Quantized GEMV]: checked as the kernel above, timed with 1, 2 and 4
+    // weight rows a warp.
+    CK(cudaMemset(y, 0xff, M * N * sizeof(T)));
+    CK(qmm::gemv<T>(x, W.wp(0), W.sp<T>(0), W.bp<T>(0), y, M, N, K, group, bits, 1, 0));
+    CK(cudaDeviceSynchronize());
+    const double gerr = rel_err(host(y, M * N), host(y_ref, M * N));
+    const bool gok = gerr < 2e-3;
+    if (!gok) ++g_failures;
+    if (!gok || !timed) {
+      std::printf("%s gemv %s N %lld K %lld bits %d group %d M %d: rel err %.2e\n",
+                  gok ? "ok  " : "FAIL", std::is_same_v<T, bf16> ? "bf16" : "f16", (long long)N,
+                  (long long)K, bits, group, M, gerr);
+    }
+    if (timed) {
+      const double qbytes = double(W.bytes(sizeof(T)));
+      auto run = [&](auto rtag) {
+        constexpr int R = decltype(rtag)::value;
+        return time_ms([&](int i) {
+          qmm::gemv<T, R>(x, W.wp(i), W.sp<T>(i), W.bp<T>(i), y, M, N, K, group, bits, 1, 0);
+        });
+      };
+      const float t1 = run(std::integral_constant<int, 1>{});
+      const float t2 = run(std::integral_constant<int, 2>{});
+      const float t4 = run(std::integral_constant<int, 4>{});
+      char line[512];
+      std::snprintf(line, sizeof line,
+                    "| %lldx%lld | %d | %d | %s | %d | gemv R=1/2/4 | %.1f (%.0f GB/s) | %.1f "
+                    "(%.0f GB/s) | %.1f (%.0f GB/s) | %.1e |",
+                    (long long)N, (long long)K, bits, group,
+                    std::is_same_v<T, bf16> ? "bf16" : "f16", M, t1 * 1e3, qbytes / t1 / 1e6,
+                    t2 * 1e3, qbytes / t2 / 1e6, t4 * 1e3, qbytes / t4 / 1e6, gerr);
+      g_table.push_back(line);
+      std::printf("%s\n", line);
+    }
+  }
   if (timed) {
     const double qbytes = double(W.bytes(sizeof(T)));
     const float t_new = time_ms([&](int i) {
@@ -364,7 +400,7 @@ int main(int argc, char** argv) {
   // Correctness sweep: tails in K (1152 = 2 steps of 512 + 128), N off the tiles.
   for (int bits : {2, 3, 4, 5, 6, 8}) {
     for (int group : {32, 64, 128}) {
-      for (int M : {1, 3, 8, 9, 16}) {
+      for (int M : {1, 2, 3, 4, 8, 9, 16}) {
         small_m_case<bf16>(h, 1000, 1152, bits, group, M, false, 0);
         if (group == 64) small_m_case<__half>(h, 1000, 1152, bits, group, M, false, 0);
       }
@@ -380,9 +416,10 @@ int main(int argc, char** argv) {
   struct Shape {
     int64_t N, K;
   };
-  for (Shape s : {Shape{14336, 4096}, Shape{4096, 14336}, Shape{4096, 4096}}) {
+  for (Shape s : {Shape{14336, 4096}, Shape{4096, 14336}, Shape{4096, 4096}, Shape{8192, 2048},
+                  Shape{2048, 8192}, Shape{2048, 2048}, Shape{512, 2048}}) {
     for (int bits : {4, 8, 2, 3, 6}) {
-      for (int M : {1, 8, 16}) {
+      for (int M : {1, 2, 4, 8, 16}) {
         if (bits != 4 && bits != 8 && M != 1) continue;
         small_m_case<bf16>(h, s.N, s.K, bits, 64, M, true, rotate);
       }

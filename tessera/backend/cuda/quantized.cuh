@@ -46,7 +46,10 @@
 //     blocks per multiprocessor and each range fits the shared memory, plus
 //     one range for the tail (K modulo span, in steps of 128 values, lanes past
 //     K reading nothing). With one range the block writes y; with more, each
-//     writes float32 partial sums and a second kernel adds them and rounds.
+//     writes float32 partial sums, and the last block of a column block to
+//     finish (a per-column-block counter, zeroed once per stream and reset by
+//     that block) adds them in split order and rounds; without counters a
+//     second kernel does.
 //   - Used (backend/cuda/quantized.cu) for bfloat16 and float16 x on sm_80 and
 //     later with at most kMaxRows = 16 rows of x per weight matrix, when every
 //     row of packed words is a multiple of 16 bytes; float32 and float64 x
@@ -575,6 +578,184 @@ cudaError_t small_m(const T* x, const uint32_t* w, const T* scales, const T* bia
   const int64_t total = batches * M * N;
   sum_partials_kernel<T><<<blocks_for(total, 256), 256, 0, st>>>(partials, y, plan.splits(),
                                                                  int64_t(M) * N, total);
+  return cudaGetLastError();
+}
+
+#endif  // __CUDACC__
+
+// ---- M <= 4: one pass on the CUDA cores --------------------------------------
+
+// Note [Quantized GEMV]
+// With one to four rows of x (decoding) the tensor-core kernel above spends
+// most of each mma on zero rows. Here each warp owns kGemvRowsPerWarp weight
+// rows whole (no split-K, no shared memory, no second pass): lane l takes the
+// 32-value chunks l, l + 32, ... of its rows, loads kGemvUnroll of them (B
+// words each, 16-byte loads where B allows) before it uses any, so that
+// enough bytes are in flight to run at memory bandwidth, and adds
+// scale * (q . x) + bias * sum(x) per chunk for every row of x, in float32
+// (q enters as the float 2^23 + q minus 2^23, exact). x is read as it is,
+// from L1 (every warp of a block reads the same values). A shuffle tree sums
+// the lanes. Exact to the float32 reference within float32 summation.
+constexpr int kGemvMaxRows = 4;
+constexpr int kGemvWarps = 4;
+constexpr int kGemvRowsPerWarp = 2;
+
+// Chunks a lane loads before it uses them: about 64 bytes a weight row.
+TESSERA_QUANT_HD constexpr int gemv_unroll(int bits) {
+  return bits == 2 ? 8 : bits == 3 ? 5 : bits == 4 ? 4 : bits == 5 ? 3 : 2;
+}
+
+// Weight rows, x's rows at most kGemvMaxRows and x and w aligned as
+// small_m_applies asks: the kernel applies.
+inline bool gemv_applies(int bits, int64_t M, int64_t N, int64_t K, int64_t batches,
+                         const void* x, const void* w) {
+  return M <= kGemvMaxRows && small_m_applies(bits, M, N, K, batches, x, w);
+}
+
+#ifdef __CUDACC__
+
+// Eight values of x from 16-byte aligned p, as float32.
+template <typename T>
+__device__ __forceinline__ void load_x8(const T* p, float (&v)[8]) {
+  if constexpr (std::is_same_v<T, float>) {
+    const float4 a = __ldg(reinterpret_cast<const float4*>(p));
+    const float4 b = __ldg(reinterpret_cast<const float4*>(p) + 1);
+    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+  } else {
+    const uint4 u = __ldg(reinterpret_cast<const uint4*>(p));
+    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+        v[2 * i] = __uint_as_float(w[i] << 16);
+        v[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+      } else {
+        const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&w[i]));
+        v[2 * i] = f.x, v[2 * i + 1] = f.y;
+      }
+    }
+  }
+}
+
+// q of value k of a 32-value chunk's words, as a float (exact).
+template <int B>
+__device__ __forceinline__ float q_f32(const uint32_t* w, int k) {
+  uint32_t bits;
+  if constexpr (B == 8) {
+    bits = __byte_perm(w[k / 4], 0x4B000000u, 0x7650u + k % 4);
+  } else {
+    bits = value_bits<B>(w, k, 0x4B000000u);
+  }
+  return __uint_as_float(bits) - 8388608.f;
+}
+
+// Grid (ceil(N / (kGemvWarps * R)), batches), kGemvWarps warps; MM bounds M.
+template <typename T, int B, int MM, int R>
+__global__ void __launch_bounds__(kGemvWarps * 32)
+    gemv_kernel(const T* __restrict__ x, const uint32_t* __restrict__ w,
+                const T* __restrict__ scales, const T* __restrict__ biases, T* __restrict__ y,
+                int M, int64_t N, int64_t K, int group_size) {
+  constexpr int U = gemv_unroll(B);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t batch = blockIdx.y;
+  const int64_t n0 = (int64_t(blockIdx.x) * kGemvWarps + warp) * R;
+  if (n0 >= N) return;
+  const int64_t chunks = K / 32, words_per_row = K * B / 32, groups = K / group_size;
+  const int per_group = group_size / 32;
+  const T* xb = x + batch * M * K;
+  const uint32_t* wrow[R];
+  const T* srow[R];
+  const T* brow[R];
+  bool valid[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    valid[r] = n0 + r < N;
+    const int64_t row = batch * N + (valid[r] ? n0 + r : n0);
+    wrow[r] = w + row * words_per_row;
+    srow[r] = scales + row * groups;
+    brow[r] = biases + row * groups;
+  }
+  float acc[MM][R];
+#pragma unroll
+  for (int m = 0; m < MM; ++m) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[m][r] = 0.f;
+  }
+  for (int64_t c0 = lane; c0 < chunks; c0 += 32 * U) {
+    uint32_t wd[U][R][B];
+    float sv[U][R], bv[U][R];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t c = c0 + 32 * u;
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        if (c < chunks && valid[r]) {
+          load_words<B, true>(wrow[r] + c * B, wd[u][r]);
+          const int64_t gi = c / per_group;
+          sv[u][r] = mma::to_f(srow[r][gi]);
+          bv[u][r] = mma::to_f(brow[r][gi]);
+        } else {
+#pragma unroll
+          for (int i = 0; i < B; ++i) wd[u][r][i] = 0u;
+          sv[u][r] = bv[u][r] = 0.f;
+        }
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t c = c0 + 32 * u;
+      if (c >= chunks) break;
+#pragma unroll
+      for (int m = 0; m < MM; ++m) {
+        if (m >= M) break;
+        const T* xc = xb + m * K + c * 32;
+        float dot[R], sum = 0.f;
+#pragma unroll
+        for (int r = 0; r < R; ++r) dot[r] = 0.f;
+#pragma unroll
+        for (int p = 0; p < 4; ++p) {
+          float xv[8];
+          load_x8(xc + 8 * p, xv);
+#pragma unroll
+          for (int i = 0; i < 8; ++i) {
+            sum += xv[i];
+#pragma unroll
+            for (int r = 0; r < R; ++r) dot[r] = fmaf(q_f32<B>(wd[u][r], 8 * p + i), xv[i], dot[r]);
+          }
+        }
+#pragma unroll
+        for (int r = 0; r < R; ++r) acc[m][r] += sv[u][r] * dot[r] + bv[u][r] * sum;
+      }
+    }
+  }
+#pragma unroll
+  for (int m = 0; m < MM; ++m) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      float v = acc[m][r];
+#pragma unroll
+      for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+      if (lane == r && m < M && valid[r]) y[(batch * M + m) * N + n0 + r] = mma::from_f<T>(v);
+    }
+  }
+}
+
+// y (batches, M, N) = x (batches, M, K) @ W^T for M <= kGemvMaxRows, W
+// (batches, N, K) packed; T is float, __nv_bfloat16 or __half.
+template <typename T, int R = kGemvRowsPerWarp>
+cudaError_t gemv(const T* x, const uint32_t* w, const T* scales, const T* biases, T* y, int M,
+                 int64_t N, int64_t K, int group_size, int bits, int64_t batches,
+                 cudaStream_t st) {
+  const int64_t rows_per_block = int64_t(kGemvWarps) * R;
+  dim3 grid(static_cast<unsigned>((N + rows_per_block - 1) / rows_per_block),
+            static_cast<unsigned>(batches));
+  quant::dispatch_bits(bits, [&](auto b) {
+    constexpr int B = decltype(b)::value;
+    auto kernel = M <= 1 ? gemv_kernel<T, B, 1, R>
+                : M <= 2 ? gemv_kernel<T, B, 2, R>
+                         : gemv_kernel<T, B, 4, R>;
+    kernel<<<grid, kGemvWarps * 32, 0, st>>>(x, w, scales, biases, y, M, N, K, group_size);
+  });
   return cudaGetLastError();
 }
 
