@@ -80,6 +80,13 @@ void check_global_scale(const char* op, const char* name, QuantParams p,
   }
 }
 
+// w is a matrix, or a stack of them.
+void check_matrix(const char* op, const array& w) {
+  if (w.ndim() < 2) {
+    throw_invalid(op, "w of shape " + shape_str(w.shape()) + " must have at least 2 dimensions");
+  }
+}
+
 void check_floating(const char* op, const char* what, const array& a) {
   if (!is_floating_point(a.dtype())) {
     throw_invalid(op, std::string(what) + " must be floating point, got " + dtype_name(a.dtype()));
@@ -93,9 +100,7 @@ int64_t check_packed(const char* op, const array& w, const array& scales,
   if (w.dtype() != uint32) {
     throw_invalid(op, "w must be uint32 (packed by quantize), got " + dtype_name(w.dtype()));
   }
-  if (w.ndim() < 2) {
-    throw_invalid(op, "w of shape " + shape_str(w.shape()) + " must have at least 2 dimensions");
-  }
+  check_matrix(op, w);
   const bool affine = p.mode == QuantMode::affine;
   if (affine && !biases) throw_invalid(op, "mode 'affine' needs biases");
   if (!affine && biases) throw_invalid(op, "biases are only used by mode 'affine'");
@@ -291,9 +296,7 @@ std::vector<array> quantize(const array& w, std::optional<int> group_size,
   const char* op = "quantize";
   QuantParams p = quant_params(op, mode, group_size, bits);
   check_global_scale(op, "global_scale", p, global_scale);
-  if (w.ndim() < 2) {
-    throw_invalid(op, "w of shape " + shape_str(w.shape()) + " must have at least 2 dimensions");
-  }
+  check_matrix(op, w);
   check_floating(op, "w", w);
   const int64_t K = w.shape(-1);
   if (K % p.group_size != 0) {
@@ -433,9 +436,7 @@ std::pair<array, array> qq_operands(const char* op, const array& x, const array&
   } else {
     if (scales) throw_invalid(op, "scales are only used with a quantized (uint32) w");
     check_qq_input(op, "w", w, p);
-    if (w.ndim() < 2) {
-      throw_invalid(op, "w of shape " + shape_str(w.shape()) + " must have at least 2 dimensions");
-    }
+    check_matrix(op, w);
     K = w.shape(-1);
     w_hat = fake_quantize(w, p, global_scale_w, s);
   }

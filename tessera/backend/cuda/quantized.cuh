@@ -227,17 +227,23 @@ __device__ __forceinline__ uint32_t value_bits(const uint32_t* w, int k, uint32_
   return and_or(v, (1u << B) - 1u, bits);
 }
 
-// The float32 scale * q + bias of value k of a sub-chunk's words: q as the
-// float 2^23 + q (its bits 0x4B000000 | q), minus 2^23, exactly.
+// q of value k of a sub-chunk's words as a float: the float 2^23 + q (its
+// bits 0x4B000000 | q), minus 2^23, exactly.
 template <int B>
-__device__ __forceinline__ float value_f32(const uint32_t* w, int k, float s, float b) {
+__device__ __forceinline__ float q_f32(const uint32_t* w, int k) {
   uint32_t bits;
   if constexpr (B == 8) {
     bits = __byte_perm(w[k / 4], 0x4B000000u, 0x7650u + k % 4);
   } else {
     bits = value_bits<B>(w, k, 0x4B000000u);
   }
-  return fmaf(s, __uint_as_float(bits) - 8388608.f, b);
+  return __uint_as_float(bits) - 8388608.f;
+}
+
+// The float32 scale * q + bias of value k of a sub-chunk's words.
+template <int B>
+__device__ __forceinline__ float value_f32(const uint32_t* w, int k, float s, float b) {
+  return fmaf(s, q_f32<B>(w, k), b);
 }
 
 // Pair i (pair_k order) of float16 values scale * q + bias of a sub-chunk's
@@ -589,7 +595,7 @@ cudaError_t small_m(const T* x, const uint32_t* w, const T* scales, const T* bia
 // With one to four rows of x (decoding) the tensor-core kernel above spends
 // most of each mma on zero rows. Here each warp owns kGemvRowsPerWarp weight
 // rows whole (no split-K, no shared memory, no second pass): lane l takes the
-// 32-value chunks l, l + 32, ... of its rows, loads kGemvUnroll of them (B
+// 32-value chunks l, l + 32, ... of its rows, loads gemv_unroll(B) of them (B
 // words each, 16-byte loads where B allows) before it uses any, so that
 // enough bytes are in flight to run at memory bandwidth, and adds
 // scale * (q . x) + bias * sum(x) per chunk for every row of x, in float32
@@ -635,18 +641,6 @@ __device__ __forceinline__ void load_x8(const T* p, float (&v)[8]) {
       }
     }
   }
-}
-
-// q of value k of a 32-value chunk's words, as a float (exact).
-template <int B>
-__device__ __forceinline__ float q_f32(const uint32_t* w, int k) {
-  uint32_t bits;
-  if constexpr (B == 8) {
-    bits = __byte_perm(w[k / 4], 0x4B000000u, 0x7650u + k % 4);
-  } else {
-    bits = value_bits<B>(w, k, 0x4B000000u);
-  }
-  return __uint_as_float(bits) - 8388608.f;
 }
 
 // Grid (ceil(N / (kGemvWarps * R)), batches), kGemvWarps warps; MM bounds M.
