@@ -1,5 +1,6 @@
 // The submodule tessera.core.fast: rms_norm,
-// layer_norm, rope, cross_entropy and scaled_dot_product_attention; the stream is keyword-only.
+// layer_norm, rope, cross_entropy, gated_delta_update and scaled_dot_product_attention; the
+// stream is keyword-only but for gated_delta_update (as in MLX).
 #include "convert.h"
 
 namespace tessera::python {
@@ -36,6 +37,17 @@ void init_fast(nb::module_& parent) {
   }, "logits"_a, "targets"_a, kw, "stream"_a = nb::none(),
         "logsumexp(logits, axis=-1) - logits[..., targets] in float32, with the shape of "
         "targets (integer class indices).");
+  def_named(m, "gated_delta_update", [](nb::handle q, nb::handle k, nb::handle v,
+                                        nb::handle gamma, nb::handle beta,
+                                        nb::handle initial_state, nb::handle mask, StreamArg s) {
+    return fast::gated_delta_update(to_array(q), to_array(k), to_array(v), to_array(gamma),
+                                    to_array(beta), optional_array(initial_state),
+                                    optional_array(mask), s);
+  }, "q"_a, "k"_a, "v"_a, "gamma"_a, "beta"_a, "initial_state"_a = nb::none(),
+        "mask"_a = nb::none(), "stream"_a = nb::none(),
+        "The gated delta rule over q, k (B, T, Hk, Dk), v (B, T, Hv, Dv), gamma (B, T, Hv) or "
+        "(B, T, Hv, Dk) and beta (B, T, Hv), from initial_state (B, Hv, Dv, Dk; zeros if None); "
+        "a false mask (B, T) step keeps the state and outputs zeros. Returns [y, final_state].");
   def_named(m, "scaled_dot_product_attention", [](nb::handle q, nb::handle k, nb::handle v, float scale,
                                            nb::handle mask, nb::handle sinks, bool force_fused,
                                            StreamArg s) {

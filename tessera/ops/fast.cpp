@@ -355,4 +355,83 @@ array cross_entropy(const array& logits, const array& targets, StreamOrDevice s)
   return subtract(logsumexp(l, -1, false, st), squeeze(picked, -1, st), st);
 }
 
+std::vector<array> gated_delta_update(const array& q, const array& k, const array& v,
+                                      const array& gamma, const array& beta,
+                                      const std::optional<array>& initial_state,
+                                      const std::optional<array>& mask, StreamOrDevice s) {
+  const char* op = "gated_delta_update";
+  for (auto [what, a] : {std::pair{"q", &q}, {"k", &k}, {"v", &v}, {"gamma", &gamma},
+                         {"beta", &beta}}) {
+    check_floating(op, what, *a);
+  }
+  if (q.ndim() != 4 || k.shape() != q.shape()) {
+    throw_invalid(op, "q and k must have one shape (B, T, Hk, Dk), got " + shape_str(q.shape()) +
+                          " and " + shape_str(k.shape()));
+  }
+  const int B = q.shape(0), T = q.shape(1), Hk = q.shape(2), Dk = q.shape(3);
+  if (v.ndim() != 4 || v.shape(0) != B || v.shape(1) != T || Hk == 0 || v.shape(2) % Hk != 0) {
+    throw_invalid(op, "v must be (B, T, Hv, Dv) with Hv a multiple of Hk for q of shape " +
+                          shape_str(q.shape()) + ", got " + shape_str(v.shape()));
+  }
+  const int Hv = v.shape(2), Dv = v.shape(3);
+  const Shape heads{B, T, Hv};
+  Shape vector_gate{B, T, Hv, Dk};
+  if (gamma.shape() != heads && gamma.shape() != vector_gate) {
+    throw_invalid(op, "gamma must have shape " + shape_str(heads) + " or " +
+                          shape_str(vector_gate) + ", got " + shape_str(gamma.shape()));
+  }
+  if (beta.shape() != heads) {
+    throw_invalid(op, "beta must have shape " + shape_str(heads) + ", got " +
+                          shape_str(beta.shape()));
+  }
+  const Shape state_shape{B, Hv, Dv, Dk};
+  if (initial_state) {
+    check_floating(op, "initial_state", *initial_state);
+    if (initial_state->shape() != state_shape) {
+      throw_invalid(op, "initial_state must have shape " + shape_str(state_shape) + ", got " +
+                            shape_str(initial_state->shape()));
+    }
+  }
+  if (mask && (mask->dtype() != bool_ || mask->shape() != Shape{B, T})) {
+    throw_invalid(op, "mask must be bool of shape " + shape_str(Shape{B, T}) + ", got " +
+                          dtype_name(mask->dtype()) + " " + shape_str(mask->shape()));
+  }
+  Stream st = to_stream(s);
+  array qr = q, kr = k;
+  if (Hv > Hk) {
+    qr = repeat(q, Hv / Hk, 2, st);
+    kr = repeat(k, Hv / Hk, 2, st);
+  }
+  array state = initial_state ? *initial_state : zeros(state_shape, float32, st);
+  // x[:, t], dropping the time axis.
+  auto at = [&](const array& x, int t) {
+    Shape start(x.ndim(), 0), stop = x.shape();
+    start[1] = t;
+    stop[1] = t + 1;
+    return squeeze(slice(x, std::move(start), std::move(stop), st), 1, st);
+  };
+  std::vector<array> ys;
+  ys.reserve(T);
+  for (int t = 0; t < T; ++t) {
+    array qt = expand_dims(at(qr, t), -2, st), kt = expand_dims(at(kr, t), -2, st);  // (B, Hv, 1, Dk)
+    array g = at(gamma, t);
+    // (B, Hv, 1, 1) for a gate per head, (B, Hv, 1, Dk) for one per key feature.
+    g = g.ndim() == 2 ? expand_dims(g, {-1, -2}, st) : expand_dims(g, -2, st);
+    const array before = state;
+    state = multiply(state, g, st);
+    array kv_mem = sum(multiply(state, kt, st), -1, false, st);  // (B, Hv, Dv)
+    array delta = multiply(subtract(at(v, t), kv_mem, st), expand_dims(at(beta, t), -1, st), st);
+    state = add(state, multiply(kt, expand_dims(delta, -1, st), st), st);
+    array y = astype(sum(multiply(state, qt, st), -1, false, st), q.dtype(), st);
+    if (mask) {
+      array m = at(*mask, t);  // (B)
+      y = where(expand_dims(m, {1, 2}, st), y, zeros_like(y, st), st);
+      state = where(expand_dims(m, {1, 2, 3}, st), state, before, st);
+    }
+    ys.push_back(std::move(y));
+  }
+  array y = T > 0 ? stack(ys, 1, st) : zeros({B, 0, Hv, Dv}, q.dtype(), st);
+  return {std::move(y), std::move(state)};
+}
+
 }  // namespace tessera::fast

@@ -6,7 +6,7 @@
 //   auto o = fast::scaled_dot_product_attention(q, k, v, 0.125f, "causal");
 //   auto loss = fast::cross_entropy(logits, labels);           // float32, labels' shape
 //
-// Each op but cross_entropy is one primitive that carries its composition of ordinary ops (Note
+// Each op but cross_entropy and gated_delta_update is one primitive that carries its composition of ordinary ops (Note
 // [Fast primitives] in ops/primitives/fast.h): results are those of the
 // formulas below on every device. Normalisations, rotations and the attention
 // softmax compute in float32 (float64 for float64 input) and return the
@@ -15,6 +15,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tessera/core/array.h"
 #include "tessera/core/device.h"
@@ -59,5 +60,19 @@ array scaled_dot_product_attention(const array& q, const array& k, const array& 
 // targets (integer class indices in [0, logits.shape(-1))). A composition of
 // ordinary ops, with no primitive of its own.
 array cross_entropy(const array& logits, const array& targets, StreamOrDevice s = {});
+
+// The gated delta rule (Qwen3-Next's linear attention) over q, k (B, T, Hk, Dk),
+// v (B, T, Hv, Dv) with Hv a multiple of Hk, gamma (B, T, Hv) or (B, T, Hv, Dk)
+// and beta (B, T, Hv), from initial_state (B, Hv, Dv, Dk; zeros in float32 when
+// none). Step t, per head (q and k repeated over the Hv / Hk heads they serve):
+//   S = S * gamma_t;  delta = (v_t - S k_t) * beta_t;  S = S + delta k_t^T;  y_t = S q_t
+// A step whose mask (B, T; bool) is false leaves S as it was and outputs zeros.
+// Returns {y (B, T, Hv, Dv) in q's dtype, the final state (S's dtype)}. A
+// composition of ordinary ops, one step after another.
+std::vector<array> gated_delta_update(const array& q, const array& k, const array& v,
+                                      const array& gamma, const array& beta,
+                                      const std::optional<array>& initial_state = {},
+                                      const std::optional<array>& mask = {},
+                                      StreamOrDevice s = {});
 
 }  // namespace tessera::fast

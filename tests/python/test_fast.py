@@ -1,7 +1,7 @@
 """mx.fast against NumPy written from the reference's formulas: rms_norm,
 layer_norm, rope (both layouts, partial dims, offsets, freqs),
-scaled_dot_product_attention (MHA, GQA, causal and array masks, sinks) and
-cross_entropy."""
+scaled_dot_product_attention (MHA, GQA, causal and array masks, sinks),
+cross_entropy and gated_delta_update."""
 import numpy as np
 import pytest
 
@@ -249,3 +249,91 @@ def test_cross_entropy_refuses_bad_arguments(device):
     with pytest.raises(TypeError):
         mx.fast.cross_entropy(logits, mx.zeros((3,), mx.int32), mx.cpu)
     assert mx.fast.cross_entropy(mx.zeros((5,)), mx.array(2)).shape == ()
+
+
+def np_gated_delta(q, k, v, g, beta, state=None, mask=None):
+    """The recurrence, step by step in float64, one head at a time."""
+    B, T, Hk, Dk = q.shape
+    Hv, Dv = v.shape[2:]
+    S = np.zeros((B, Hv, Dv, Dk)) if state is None else state.astype(np.float64)
+    y = np.zeros((B, T, Hv, Dv))
+    for b in range(B):
+        for t in range(T):
+            if mask is not None and not mask[b, t]:
+                continue
+            for h in range(Hv):
+                kh, qh = k[b, t, h // (Hv // Hk)], q[b, t, h // (Hv // Hk)]
+                decay = g[b, t, h] if g.ndim == 3 else g[b, t, h][None, :]
+                S[b, h] = S[b, h] * decay
+                delta = (v[b, t, h] - S[b, h] @ kh) * beta[b, t, h]
+                S[b, h] = S[b, h] + np.outer(delta, kh)
+                y[b, t, h] = S[b, h] @ qh
+    return y, S
+
+
+@pytest.mark.parametrize("heads", [(2, 2), (1, 3)])
+@pytest.mark.parametrize("gate", ["head", "vector"])
+def test_gated_delta_update_matches_the_recurrence(heads, gate, rng, device):
+    B, T, Dk, Dv = 2, 4, 8, 5
+    Hk, Hv = heads
+    q, k = (0.5 * rng.standard_normal((B, T, Hk, Dk)) for _ in range(2))
+    v = rng.standard_normal((B, T, Hv, Dv))
+    g = rng.uniform(0.5, 1, (B, T, Hv) if gate == "head" else (B, T, Hv, Dk))
+    beta = rng.uniform(0, 1, (B, T, Hv))
+    state = rng.standard_normal((B, Hv, Dv, Dk))
+    mask = np.array([[True, False, True, True], [False, True, True, False]])
+    f32 = [a.astype(np.float32) for a in (q, k, v, g, beta, state)]
+    arrays = [mx.array(a) for a in f32]
+    y, s = mx.fast.gated_delta_update(*arrays[:5])
+    assert y.dtype == mx.float32 and s.dtype == mx.float32
+    assert y.shape == (B, T, Hv, Dv) and s.shape == (B, Hv, Dv, Dk)
+    want_y, want_s = np_gated_delta(*f32[:5])
+    np.testing.assert_allclose(np.array(y), want_y, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.array(s), want_s, rtol=1e-4, atol=1e-4)
+    y, s = mx.fast.gated_delta_update(*arrays, mx.array(mask))
+    want_y, want_s = np_gated_delta(*f32, mask)
+    np.testing.assert_allclose(np.array(y), want_y, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.array(s), want_s, rtol=1e-4, atol=1e-4)
+
+
+def test_gated_delta_update_dtypes_gradient_and_errors(rng, device):
+    B, T, H, Dk, Dv = 1, 3, 2, 4, 3
+    q, k = (rng.standard_normal((B, T, H, Dk)).astype(np.float32) for _ in range(2))
+    v = rng.standard_normal((B, T, H, Dv)).astype(np.float32)
+    g = rng.uniform(0.5, 1, (B, T, H)).astype(np.float32)
+    beta = rng.uniform(0, 1, (B, T, H)).astype(np.float32)
+    half = [mx.array(a).astype(mx.bfloat16) for a in (q, k, v)]
+    y, s = mx.fast.gated_delta_update(*half, mx.array(g), mx.array(beta),
+                                      mx.zeros((B, H, Dv, Dk), mx.bfloat16))
+    assert y.dtype == mx.bfloat16 and s.dtype == mx.float32  # the state computes in float32
+    want_y, _ = np_gated_delta(*(np.array(a.astype(mx.float32)) for a in half), g, beta)
+    np.testing.assert_allclose(np.array(y.astype(mx.float32)), want_y, rtol=2e-2, atol=2e-2)
+
+    # d sum(y) / d v by central differences.
+    def loss(v_):
+        return mx.sum(mx.fast.gated_delta_update(mx.array(q), mx.array(k), v_, mx.array(g),
+                                                 mx.array(beta))[0])
+    grad = np.array(mx.grad(loss)(mx.array(v)))
+    eps = 1e-2
+    for idx in [(0, 0, 0, 0), (0, 2, 1, 2)]:
+        e = np.zeros_like(v)
+        e[idx] = eps
+        fd = (loss(mx.array(v + e)).item() - loss(mx.array(v - e)).item()) / (2 * eps)
+        assert abs(grad[idx] - fd) < 1e-2 * max(1, abs(fd)), (idx, grad[idx], fd)
+
+    a = [mx.array(x) for x in (q, k, v, g, beta)]
+    with pytest.raises(ValueError, match=r"\[gated_delta_update\] q and k must have one shape"):
+        mx.fast.gated_delta_update(a[0][0], *a[1:])
+    with pytest.raises(ValueError, match=r"\[gated_delta_update\] v must be \(B, T, Hv, Dv\)"):
+        mx.fast.gated_delta_update(a[0], a[1], mx.zeros((B, T, 3, Dv)), a[3], a[4])
+    with pytest.raises(ValueError, match=r"\[gated_delta_update\] gamma must have shape "
+                       r"\(1,3,2\) or \(1,3,2,4\), got \(1,3,1\)"):
+        mx.fast.gated_delta_update(*a[:3], a[3][..., :1], a[4])
+    with pytest.raises(ValueError, match=r"\[gated_delta_update\] initial_state must have shape "
+                       r"\(1,2,3,4\)"):
+        mx.fast.gated_delta_update(*a, mx.zeros((B, H, Dk, Dv)))
+    with pytest.raises(ValueError, match=r"\[gated_delta_update\] mask must be bool of shape "
+                       r"\(1,3\), got float32"):
+        mx.fast.gated_delta_update(*a, None, mx.ones((B, T)))
+    with pytest.raises(ValueError, match=r"\[gated_delta_update\] k must have a floating dtype"):
+        mx.fast.gated_delta_update(a[0], a[1].astype(mx.int32), *a[2:])
