@@ -262,7 +262,7 @@ void small_m_case(cublasHandle_t h, int64_t N, int64_t K, int bits, int group, i
     CK(qmm::gemv<T>(x, W.wp(0), W.sp<T>(0), W.bp<T>(0), y, M, N, K, group, bits, 1, 0));
     CK(cudaDeviceSynchronize());
     const double gerr = rel_err(host(y, M * N), host(y_ref, M * N));
-    const bool gok = gerr < 2e-3;
+    const bool gok = gerr < 8e-3;  // as small_m: y_ref rounds W and y to T
     if (!gok) ++g_failures;
     if (!gok || !timed) {
       std::printf("%s gemv %s N %lld K %lld bits %d group %d M %d: rel err %.2e\n",
@@ -396,6 +396,16 @@ int main(int argc, char** argv) {
   cublasHandle_t h;
   CB(cublasCreate(&h));
   const bool quick = argc > 1 && std::string(argv[1]) == "quick";
+  const int64_t rotate = int64_t(512) << 20;
+  if (argc > 1 && std::string(argv[1]) == "gemv") {  // the decode shapes alone, for profiling
+    for (int bits : {4, 8}) {
+      for (int M : {1, 4}) {
+        small_m_case<bf16>(h, 14336, 4096, bits, 64, M, true, rotate);
+        small_m_case<bf16>(h, 4096, 4096, bits, 64, M, true, rotate);
+      }
+    }
+    return g_failures != 0;
+  }
 
   // Correctness sweep: tails in K (1152 = 2 steps of 512 + 128), N off the tiles.
   for (int bits : {2, 3, 4, 5, 6, 8}) {
@@ -410,7 +420,6 @@ int main(int argc, char** argv) {
   std::printf("correctness failures: %d\n", g_failures);
   if (quick) return g_failures != 0;
 
-  const int64_t rotate = int64_t(512) << 20;
   std::printf("\n| N x K | bits | group | x | M | splits | before us | after us | cuBLAS bf16 us "
               "| rel err |\n|---|---|---|---|---|---|---|---|---|---|\n");
   struct Shape {

@@ -239,6 +239,35 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
   const Dtype t = out.dtype();
   const bool half = t == float16 || t == bfloat16;
   const cudaDeviceProp& prop = properties(s.device.index);
+  // Note [Quantized GEMV]: one row of half x, or up to four of float32 x.
+  if (transpose_ && t != float64 && rows_per_batch <= (half ? 1 : qmm::kGemvMaxRows)) {
+    const char* op = "QuantizedMatmul";
+    array x = dense(inputs[0], s, op), wd = dense(w, s, op);
+    const void* xp = device_ptr(x, s);
+    const uint32_t* wp = device_ptr<uint32_t>(wd, s);
+    if (qmm::gemv_applies(bits_, rows_per_batch, w_rows, values, batches, xp, wp)) {
+      array scales = dense(inputs[2], s, op), biases = dense(inputs[3], s, op);
+      const void* sp = device_ptr(scales, s);
+      const void* bp = device_ptr(biases, s);
+      void* yp = allocate_output(out, s);
+      auto run = [&](auto tag) {
+        using T = decltype(tag);
+        check(qmm::gemv<T>(static_cast<const T*>(xp), wp, static_cast<const T*>(sp),
+                           static_cast<const T*>(bp), static_cast<T*>(yp),
+                           static_cast<int>(rows_per_batch), w_rows, values, group_size_, bits_,
+                           batches, cuda_stream(s)),
+              "qmm::gemv", __FILE__, __LINE__);
+      };
+      if (t == bfloat16) {
+        run(__nv_bfloat16{});
+      } else if (t == float16) {
+        run(__half{});
+      } else {
+        run(float{});
+      }
+      return;
+    }
+  }
   if (transpose_ && half && prop.major >= 8 && rows_per_batch <= qmm::kMaxRows) {
     // Note [Small-M quantized product].
     const char* op = "QuantizedMatmul";
