@@ -231,5 +231,6 @@ void init_transforms(nb::module_& m);
 void init_memory(nb::module_& m);
 void init_metal(nb::module_& m);  // after init_memory and init_fast
 void init_io(nb::module_& m);
+void init_export(nb::module_& m);
 
 }  // namespace tessera::python

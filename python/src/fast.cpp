@@ -1,9 +1,67 @@
 // The submodule tessera.core.fast: rms_norm,
 // layer_norm, rope, cross_entropy, gated_delta_update and scaled_dot_product_attention; the
-// stream is keyword-only but for gated_delta_update (as in MLX).
+// stream is keyword-only but for gated_delta_update (as in MLX). Then the custom CUDA
+// kernels: cuda_kernel, whose kernels take keyword arguments only, and
+// precompiled_cuda_kernel (metal_kernel is in metal.cpp).
 #include "convert.h"
 
 namespace tessera::python {
+
+namespace {
+
+std::vector<array> arrays(nb::handle inputs) {
+  std::vector<array> out;
+  for (nb::handle v : inputs) out.push_back(to_array(v));
+  return out;
+}
+
+std::vector<Shape> shapes(nb::handle output_shapes, const char* op) {
+  std::vector<Shape> out;
+  for (nb::handle v : output_shapes) out.push_back(to_shape(v, op));
+  return out;
+}
+
+// (name, bool | int | Dtype) pairs; bool is tested before int, which it subclasses.
+std::vector<std::pair<std::string, fast::TemplateArg>> template_args(nb::handle pairs) {
+  std::vector<std::pair<std::string, fast::TemplateArg>> out;
+  if (pairs.is_none()) return out;
+  for (nb::handle pair : pairs) {
+    auto [name, value] = nb::cast<std::pair<std::string, nb::object>>(pair);
+    if (nb::isinstance<nb::bool_>(value)) {
+      out.emplace_back(name, nb::cast<bool>(value));
+    } else if (nb::isinstance<nb::int_>(value)) {
+      out.emplace_back(name, to_int32(value, "cuda_kernel", "template argument"));
+    } else if (nb::isinstance<Dtype>(value)) {
+      out.emplace_back(name, nb::cast<Dtype>(value));
+    } else {
+      throw std::invalid_argument(
+          "[cuda_kernel] template argument '" + name + "' must be a Dtype, an int or a bool, "
+          "got " + nb::cast<std::string>(nb::type_name(value.type())));
+    }
+  }
+  return out;
+}
+
+std::vector<fast::ScalarArg> scalar_args(nb::handle scalars) {
+  std::vector<fast::ScalarArg> out;
+  for (nb::handle v : scalars) {
+    if (nb::isinstance<nb::bool_>(v)) {
+      out.emplace_back(nb::cast<bool>(v));
+    } else if (nb::isinstance<nb::int_>(v)) {
+      out.emplace_back(to_int32(v, "precompiled_cuda_kernel", "scalar"));
+    } else if (nb::isinstance<nb::float_>(v)) {
+      out.emplace_back(nb::cast<float>(v));
+    } else {
+      throw std::invalid_argument(
+          "[precompiled_cuda_kernel] scalar " + std::to_string(out.size()) +
+          " must be a bool, an int or a float, got " +
+          nb::cast<std::string>(nb::type_name(v.type())));
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 void init_fast(nb::module_& parent) {
   nb::module_ m = parent.def_submodule(
@@ -71,6 +129,52 @@ void init_fast(nb::module_& parent) {
         "force_fused"_a = false, "stream"_a = nb::none(),
         "softmax(scale * q @ k.T + mask) @ v over heads (B, N, T, D); N_q a multiple of N_kv; "
         "mask None, 'causal', or a boolean or additive array; sinks one logit per query head.");
+
+  def_named(m, "cuda_kernel", [](const std::string& name, std::vector<std::string> input_names,
+                                 std::vector<std::string> output_names, const std::string& source,
+                                 const std::string& header, bool ensure_row_contiguous,
+                                 int shared_memory) {
+    auto kernel = fast::cuda_kernel(name, input_names, output_names, source, header,
+                                    ensure_row_contiguous, shared_memory);
+    return nb::cpp_function(
+        named("cuda_kernel",
+              [kernel](nb::handle inputs, nb::handle output_shapes,
+                       std::vector<Dtype> output_dtypes, std::tuple<int, int, int> grid,
+                       std::tuple<int, int, int> threadgroup, nb::handle template_pairs,
+                       std::optional<float> init_value, bool verbose, StreamArg s) {
+                return kernel(arrays(inputs), shapes(output_shapes, "cuda_kernel"),
+                              output_dtypes, grid, threadgroup, template_args(template_pairs),
+                              init_value, verbose, s);
+              }),
+        nb::name(name.c_str()), nb::kw_only(), "inputs"_a, "output_shapes"_a, "output_dtypes"_a,
+        "grid"_a, "threadgroup"_a, "template"_a = nb::none(), "init_value"_a = nb::none(),
+        "verbose"_a = false, "stream"_a = nb::none(),
+        "Runs the kernel on inputs (arrays or scalars) to outputs of the given shapes and "
+        "dtypes over grid threads in blocks of threadgroup; template: (name, bool | int | "
+        "Dtype) pairs; init_value fills the outputs first; verbose prints the source.");
+  }, "name"_a, "input_names"_a, "output_names"_a, "source"_a, "header"_a = "",
+     "ensure_row_contiguous"_a = true, "shared_memory"_a = 0,
+     "A CUDA kernel from the body `source` of a function over inputs and outputs of these "
+     "names (the signature is generated; `header` goes before it). Returns a callable "
+     "kernel(*, inputs, output_shapes, output_dtypes, grid, threadgroup, template=None, "
+     "init_value=None, verbose=False, stream=None) -> list[array]; it runs on the GPU only.");
+  def_named(m, "precompiled_cuda_kernel", [](const std::string& name, nb::bytes compiled_source,
+                                             nb::handle inputs, nb::handle output_shapes,
+                                             std::vector<Dtype> output_dtypes, nb::handle scalars,
+                                             std::tuple<int, int, int> grid,
+                                             std::tuple<int, int, int> threadgroup,
+                                             int shared_memory, std::optional<float> init_value,
+                                             bool ensure_row_contiguous, StreamArg s) {
+    return fast::precompiled_cuda_kernel(
+        name, std::string(compiled_source.c_str(), compiled_source.size()), arrays(inputs),
+        shapes(output_shapes, "precompiled_cuda_kernel"), output_dtypes, scalar_args(scalars),
+        grid, threadgroup, shared_memory, init_value, ensure_row_contiguous, s);
+  }, kw, "name"_a, "compiled_source"_a, "inputs"_a, "output_shapes"_a, "output_dtypes"_a,
+        "scalars"_a, "grid"_a, "threadgroup"_a, "shared_memory"_a = 0,
+        "init_value"_a = nb::none(), "ensure_row_contiguous"_a = false, "stream"_a = nb::none(),
+        "Runs the extern \"C\" kernel `name` of compiled_source (PTX or cubin bytes) on the "
+        "GPU: its parameters are the inputs' and outputs' pointers, then the scalars by value "
+        "(bool, int32, float32). The grid counts threads.");
 }
 
 }  // namespace tessera::python

@@ -35,4 +35,5 @@ NB_MODULE(core, m) {
   for (auto [alias, name] : aliases) m.attr(alias) = m.attr(name);
   m.attr("matrix_norm") = m.attr("linalg").attr("norm");
   init_io(m);
+  init_export(m);
 }

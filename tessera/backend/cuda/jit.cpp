@@ -31,13 +31,17 @@ void check_nvrtc(nvrtcResult r, const char* call) {
 // The driver functions the cache needs, from the runtime's entry points.
 struct Driver {
   decltype(&cuModuleLoadData) module_load_data = nullptr;
+  decltype(&cuModuleLoadDataEx) module_load_data_ex = nullptr;
   decltype(&cuModuleGetFunction) module_get_function = nullptr;
+  decltype(&cuFuncSetAttribute) func_set_attribute = nullptr;
   decltype(&cuLaunchKernel) launch_kernel = nullptr;
   decltype(&cuGetErrorString) get_error_string = nullptr;
 
   Driver() {
     load("cuModuleLoadData", module_load_data);
+    load("cuModuleLoadDataEx", module_load_data_ex);
     load("cuModuleGetFunction", module_get_function);
+    load("cuFuncSetAttribute", func_set_attribute);
     load("cuLaunchKernel", launch_kernel);
     load("cuGetErrorString", get_error_string);
   }
@@ -139,7 +143,37 @@ void write_file(const std::filesystem::path& p, const std::string& data) {
   if (ec) std::filesystem::remove(tmp, ec);
 }
 
+bool is_file(const std::filesystem::path& p) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(p, ec);
+}
+
 }  // namespace
+
+std::vector<std::string> toolkit_include_dirs() {
+  static const std::vector<std::string> dirs = [] {
+    std::vector<std::string> candidates;
+    for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
+      if (const char* home = std::getenv(var); home && *home) {
+        candidates.push_back(std::string(home) + "/include");
+      }
+    }
+#ifdef TESSERA_CUDA_INCLUDE_DIR
+    candidates.push_back(TESSERA_CUDA_INCLUDE_DIR);  // the toolkit of the build (CMakeLists.txt)
+#endif
+    candidates.push_back("/usr/local/cuda/include");
+    for (const auto& dir : candidates) {
+      if (!is_file(std::filesystem::path(dir) / "cooperative_groups.h")) continue;
+      std::vector<std::string> found{dir};
+      if (std::error_code ec; std::filesystem::is_directory(std::filesystem::path(dir) / "cccl", ec)) {
+        found.push_back(dir + "/cccl");
+      }
+      return found;
+    }
+    return std::vector<std::string>{};
+  }();
+  return dirs;
+}
 
 std::string cache_directory() {
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
@@ -151,15 +185,28 @@ std::string cache_directory() {
   return {};
 }
 
-std::string compile(const std::string& source, int arch) {
+std::string compile(const std::string& source, int arch, Headers headers) {
+  std::vector<std::string> flags;
+  if (headers == Headers::toolkit) {
+    const auto dirs = toolkit_include_dirs();
+    if (dirs.empty()) {
+      throw std::runtime_error(
+          "[jit] the CUDA toolkit's headers (cooperative_groups.h) were not found in "
+          "$CUDA_HOME/include, $CUDA_PATH/include or /usr/local/cuda/include: set CUDA_HOME "
+          "to the toolkit's directory");
+    }
+    for (const auto& dir : dirs) flags.push_back("--include-path=" + dir);
+  }
   auto [target, exact] = target_arch(arch);
   nvrtcProgram prog;
-  check_nvrtc(nvrtcCreateProgram(&prog, source.c_str(), "tessera_fused.cu", 0, nullptr, nullptr),
+  check_nvrtc(nvrtcCreateProgram(&prog, source.c_str(), "tessera_jit.cu", 0, nullptr, nullptr),
               "nvrtcCreateProgram");
   std::string arch_flag = (exact ? "--gpu-architecture=sm_" : "--gpu-architecture=compute_") +
                           std::to_string(target);
-  const char* options[] = {arch_flag.c_str(), "--std=c++17", "-default-device"};
-  nvrtcResult r = nvrtcCompileProgram(prog, 3, options);
+  std::vector<const char*> options{arch_flag.c_str(), "--std=c++17", "-default-device"};
+  for (const auto& flag : flags) options.push_back(flag.c_str());
+  nvrtcResult r =
+      nvrtcCompileProgram(prog, static_cast<int>(options.size()), options.data());
   if (r != NVRTC_SUCCESS) {
     size_t size = 0;
     nvrtcGetProgramLogSize(prog, &size);
@@ -189,10 +236,11 @@ int device_arch(int device) {
   return props.major * 10 + props.minor;
 }
 
-void* kernel(const std::string& source, const char* name, int device) {
+void* kernel(const std::string& source, const char* name, int device, Headers headers) {
   const int arch = device_arch(device);
   const std::string key =
-      hash_name(source + "\n" + name + "\nsm_" + std::to_string(arch) + "\nnvrtc " + nvrtc_version());
+      hash_name(source + "\n" + name + "\nsm_" + std::to_string(arch) + "\nnvrtc " +
+                nvrtc_version() + (headers == Headers::toolkit ? "\ntoolkit headers" : ""));
   const std::string memory_key = key + "/" + std::to_string(device);
   Cache& c = cache();
   {
@@ -214,7 +262,7 @@ void* kernel(const std::string& source, const char* name, int device) {
     }
   }
   if (!module) {
-    std::string binary = compile(source, arch);
+    std::string binary = compile(source, arch, headers);
     d.check(d.module_load_data(&module, binary.data()), "cuModuleLoadData");
     if (!dir.empty()) write_file(file, binary);
   }
@@ -224,10 +272,51 @@ void* kernel(const std::string& source, const char* name, int device) {
   return c.functions.emplace(memory_key, reinterpret_cast<void*>(f)).first->second;
 }
 
-void launch(void* f, unsigned grid, unsigned block, void** args, void* stream) {
+void* load(const std::string& binary, const char* name, int device) {
+  const std::string memory_key =
+      "binary " + hash_name(binary) + "/" + name + "/" + std::to_string(device);
+  Cache& c = cache();
+  {
+    std::lock_guard lock(c.mutex);
+    if (auto it = c.functions.find(memory_key); it != c.functions.end()) return it->second;
+  }
   const Driver& d = driver();
-  d.check(d.launch_kernel(reinterpret_cast<CUfunction>(f), grid, 1, 1, block, 1, 1, 0,
-                          reinterpret_cast<CUstream>(stream), args, nullptr),
+  TESSERA_CUDA_CHECK(cudaSetDevice(device));
+  // PTX is text that the driver reads up to its terminating NUL, which
+  // std::string keeps after the data; a cubin carries its own size.
+  char log[4096] = {};
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void* values[] = {log, reinterpret_cast<void*>(sizeof(log) - 1)};
+  CUmodule module = nullptr;
+  CUresult r = d.module_load_data_ex(&module, binary.c_str(), 2, options, values);
+  if (r != CUDA_SUCCESS) {
+    const char* msg = "unknown error";
+    d.get_error_string(r, &msg);
+    throw std::runtime_error(std::string("[jit] cuModuleLoadDataEx could not load the binary "
+                                         "holding '") +
+                             name + "': " + msg + (log[0] ? std::string("\n") + log : ""));
+  }
+  CUfunction f = nullptr;
+  d.check(d.module_get_function(&f, module, name), "cuModuleGetFunction");
+  std::lock_guard lock(c.mutex);
+  return c.functions.emplace(memory_key, reinterpret_cast<void*>(f)).first->second;
+}
+
+void launch(void* f, unsigned grid, unsigned block, void** args, void* stream) {
+  launch(f, Dim3{grid}, Dim3{block}, 0, args, stream);
+}
+
+void launch(void* f, Dim3 grid, Dim3 block, unsigned shared_bytes, void** args, void* stream) {
+  const Driver& d = driver();
+  auto function = reinterpret_cast<CUfunction>(f);
+  constexpr unsigned kDefaultSharedLimit = 48 * 1024;  // what a kernel gets without asking
+  if (shared_bytes > kDefaultSharedLimit) {
+    d.check(d.func_set_attribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                 static_cast<int>(shared_bytes)),
+            "cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+  }
+  d.check(d.launch_kernel(function, grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                          shared_bytes, reinterpret_cast<CUstream>(stream), args, nullptr),
           "cuLaunchKernel");
 }
 

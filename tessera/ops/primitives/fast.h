@@ -103,6 +103,7 @@ class NormBase : public Custom {
   bool use_fallback(const std::vector<array>& inputs) const override;
   // Same class, eps, weight and bias.
   bool is_equivalent(const Primitive& other) const override;
+  auto parameters() const { return std::tie(eps_, has_weight_, has_bias_); }
 
  protected:
   float eps_;
@@ -146,6 +147,7 @@ class RoPE : public Custom {
         scale_(scale) {}
   TESSERA_PRIMITIVE_NAME(RoPE)
   bool is_equivalent(const Primitive& other) const override;
+  auto parameters() const { return std::tie(dims_, traditional_, base_, scale_); }
   bool use_fallback(const std::vector<array>& inputs) const override;
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
   TESSERA_EVAL_GPU_MULTI
@@ -171,6 +173,7 @@ class ScaledDotProductAttention : public Custom {
       : Custom(s, std::move(fallback)), scale_(scale), mask_(mask), has_sinks_(has_sinks) {}
   TESSERA_PRIMITIVE_NAME(ScaledDotProductAttention)
   bool is_equivalent(const Primitive& other) const override;
+  auto parameters() const { return std::tie(scale_, mask_, has_sinks_); }
   bool use_fallback(const std::vector<array>& inputs) const override;
   TESSERA_EVAL_GPU_MULTI
   std::vector<array> vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
@@ -204,6 +207,7 @@ class ScaledDotProductAttentionVJP : public Custom {
       : Custom(s, std::move(fallback)), scale_(scale), mask_(mask), has_sinks_(has_sinks) {}
   TESSERA_PRIMITIVE_NAME(ScaledDotProductAttentionVJP)
   bool is_equivalent(const Primitive& other) const override;
+  auto parameters() const { return std::tie(scale_, mask_, has_sinks_); }
   TESSERA_EVAL_GPU_MULTI
 
  private:
