@@ -132,7 +132,7 @@ __global__ void small_m_kernel(const T* __restrict__ x, const uint32_t* __restri
   uint32_t q[32];
   for (int64_t c = lane; c < chunks; c += 32) {
     quant::unpack32<B>(row + c * B, q);
-    const int64_t g = c * 32 / group_size;
+    const int64_t g = qmm::group_of(c * 32, group_size);
     const C s = convert<C>(sc[g]), z = convert<C>(bi[g]);
 #pragma unroll
     for (int m = 0; m < M; ++m) {
