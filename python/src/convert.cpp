@@ -702,6 +702,15 @@ const char* positional_only_signature(const std::string& doc, size_t n) {
   return signatures.back().c_str();
 }
 
+std::optional<std::string> as_path(nb::handle file) {
+  if (!nb::isinstance<nb::str>(file) && !nb::isinstance<nb::bytes>(file) &&
+      !nb::hasattr(file, "__fspath__")) {
+    return std::nullopt;
+  }
+  nb::bytes b = nb::cast<nb::bytes>(nb::module_::import_("os").attr("fsencode")(file));
+  return std::string(b.c_str(), b.size());
+}
+
 std::optional<array> optional_array(nb::handle v) {
   if (v.is_none()) return std::nullopt;
   return to_array(v);

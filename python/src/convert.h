@@ -38,6 +38,8 @@ using StreamArg = StreamOrDevice;
 array to_array(nb::handle v, std::optional<Dtype> dtype = std::nullopt);
 // None -> nullopt, anything else through to_array.
 std::optional<array> optional_array(nb::handle v);
+// A path given as str, bytes or os.PathLike (os.fsencode'd); nullopt for anything else.
+std::optional<std::string> as_path(nb::handle file);
 // A Python scalar to an array, taking the other operand's dtype as the hint
 // (MLX's weak-scalar rule).
 array scalar_to_array(nb::handle v, Dtype hint);

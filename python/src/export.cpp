@@ -24,16 +24,6 @@ struct Callable {
   }
 };
 
-// A path given as str, bytes or os.PathLike; nullopt for anything else.
-std::optional<std::string> as_path(nb::handle file) {
-  if (!nb::isinstance<nb::str>(file) && !nb::isinstance<nb::bytes>(file) &&
-      !nb::hasattr(file, "__fspath__")) {
-    return std::nullopt;
-  }
-  nb::bytes b = nb::cast<nb::bytes>(nb::module_::import_("os").attr("fsencode")(file));
-  return std::string(b.c_str(), b.size());
-}
-
 std::string path_of(nb::handle file, const char* op) {
   if (auto path = as_path(file)) return *path;
   throw nb::type_error((std::string("[") + op + "] file must be a path (str or os.PathLike), not " +

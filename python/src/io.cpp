@@ -23,16 +23,6 @@ std::string cpp_str(nb::handle s) {
 
 std::string py_type(nb::handle v) { return nb::cast<std::string>(nb::type_name(v.type())); }
 
-// A path given as str, bytes or os.PathLike; nullopt for anything else.
-std::optional<std::string> as_path(nb::handle file) {
-  if (!nb::isinstance<nb::str>(file) && !nb::isinstance<nb::bytes>(file) &&
-      !nb::hasattr(file, "__fspath__")) {
-    return std::nullopt;
-  }
-  nb::bytes b = nb::cast<nb::bytes>(nb::module_::import_("os").attr("fsencode")(file));
-  return std::string(b.c_str(), b.size());
-}
-
 // A file object's name for messages: its .name, else its type.
 std::string label_of(nb::handle file) {
   if (nb::hasattr(file, "name")) return nb::cast<std::string>(nb::str(file.attr("name")));

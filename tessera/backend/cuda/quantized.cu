@@ -239,37 +239,12 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
   const Dtype t = out.dtype();
   const bool half = t == float16 || t == bfloat16;
   const cudaDeviceProp& prop = properties(s.device.index);
-  // Note [Quantized GEMV]: one row of half x, or up to four of float32 x.
-  if (transpose_ && t != float64 && rows_per_batch <= (half ? 1 : qmm::kGemvMaxRows)) {
-    const char* op = "QuantizedMatmul";
-    array x = dense(inputs[0], s, op), wd = dense(w, s, op);
-    const void* xp = device_ptr(x, s);
-    const uint32_t* wp = device_ptr<uint32_t>(wd, s);
-    if (qmm::gemv_applies(bits_, rows_per_batch, w_rows, values, batches, xp, wp)) {
-      array scales = dense(inputs[2], s, op), biases = dense(inputs[3], s, op);
-      const void* sp = device_ptr(scales, s);
-      const void* bp = device_ptr(biases, s);
-      void* yp = allocate_output(out, s);
-      auto run = [&](auto tag) {
-        using T = decltype(tag);
-        check(qmm::gemv<T>(static_cast<const T*>(xp), wp, static_cast<const T*>(sp),
-                           static_cast<const T*>(bp), static_cast<T*>(yp),
-                           static_cast<int>(rows_per_batch), w_rows, values, group_size_, bits_,
-                           batches, cuda_stream(s)),
-              "qmm::gemv", __FILE__, __LINE__);
-      };
-      if (t == bfloat16) {
-        run(__nv_bfloat16{});
-      } else if (t == float16) {
-        run(__half{});
-      } else {
-        run(float{});
-      }
-      return;
-    }
-  }
-  if (transpose_ && half && prop.major >= 8 && rows_per_batch <= qmm::kMaxRows) {
-    // Note [Small-M quantized product].
+  // Few rows of x, one pass over the packed weights: Note [Quantized GEMV] for
+  // one row of half x or up to four of float32 x, else Note [Small-M quantized
+  // product] on the tensor cores for up to kMaxRows of half x.
+  const bool gemv =
+      transpose_ && t != float64 && rows_per_batch <= (half ? 1 : qmm::kGemvMaxRows);
+  if (gemv || (transpose_ && half && prop.major >= 8 && rows_per_batch <= qmm::kMaxRows)) {
     const char* op = "QuantizedMatmul";
     array x = dense(inputs[0], s, op), wd = dense(w, s, op);
     const void* xp = device_ptr(x, s);
@@ -282,24 +257,36 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
       void* yp = allocate_output(out, s);
       auto run = [&](auto tag) {
         using T = decltype(tag);
-        qmm::SmallM plan =
-            qmm::small_m_plan<T>(bits_, M, w_rows, values, batches, prop.multiProcessorCount);
-        const int64_t partial_floats = qmm::small_m_partials(plan, M, w_rows, batches);
-        float* partials = nullptr;
-        if (partial_floats) {
-          partials = static_cast<float*>(scratch(partial_floats * sizeof(float), s));
-          plan.counters = tile_counters(cuda_stream(s), (w_rows + qmm::kCols - 1) / qmm::kCols *
-                                                            batches);
+        const T* xt = static_cast<const T*>(xp);
+        const T* st = static_cast<const T*>(sp);
+        const T* bt = static_cast<const T*>(bp);
+        if (gemv) {
+          check(qmm::gemv<T>(xt, wp, st, bt, static_cast<T*>(yp), M, w_rows, values, group_size_,
+                             bits_, batches, cuda_stream(s)),
+                "qmm::gemv", __FILE__, __LINE__);
+          return;
         }
-        check(qmm::small_m<T>(static_cast<const T*>(xp), wp, static_cast<const T*>(sp),
-                              static_cast<const T*>(bp), static_cast<T*>(yp), partials, M, w_rows,
-                              values, group_size_, bits_, batches, plan, cuda_stream(s)),
-              "qmm::small_m", __FILE__, __LINE__);
+        if constexpr (!std::is_same_v<T, float>) {
+          qmm::SmallM plan =
+              qmm::small_m_plan<T>(bits_, M, w_rows, values, batches, prop.multiProcessorCount);
+          const int64_t partial_floats = qmm::small_m_partials(plan, M, w_rows, batches);
+          float* partials = nullptr;
+          if (partial_floats) {
+            partials = static_cast<float*>(scratch(partial_floats * sizeof(float), s));
+            plan.counters = tile_counters(
+                cuda_stream(s), (w_rows + qmm::kCols - 1) / qmm::kCols * batches);
+          }
+          check(qmm::small_m<T>(xt, wp, st, bt, static_cast<T*>(yp), partials, M, w_rows, values,
+                                group_size_, bits_, batches, plan, cuda_stream(s)),
+                "qmm::small_m", __FILE__, __LINE__);
+        }
       };
       if (t == bfloat16) {
         run(__nv_bfloat16{});
-      } else {
+      } else if (t == float16) {
         run(__half{});
+      } else {
+        run(float{});
       }
       return;
     }

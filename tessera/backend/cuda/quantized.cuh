@@ -627,12 +627,6 @@ TESSERA_QUANT_HD constexpr int gemv_unroll(int bits) {
   return bits == 2 ? 8 : bits == 3 ? 5 : bits == 4 ? 4 : bits == 5 ? 3 : 2;
 }
 
-// Weight rows, x's rows at most kGemvMaxRows and x and w aligned as
-// small_m_applies asks: the kernel applies.
-inline bool gemv_applies(int bits, int64_t M, int64_t N, int64_t K, int64_t batches,
-                         const void* x, const void* w) {
-  return M <= kGemvMaxRows && small_m_applies(bits, M, N, K, batches, x, w);
-}
 
 #ifdef __CUDACC__
 
