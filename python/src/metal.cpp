@@ -48,12 +48,15 @@ void init_metal(nb::module_& m) {
   });
 
   nb::module_ fast = nb::borrow<nb::module_>(m.attr("fast"));
-  fast.def("metal_kernel", [](const std::string& name, std::vector<std::string>,
-                              std::vector<std::string>, const std::string&, const std::string&,
-                              bool, bool, nb::handle) {
-    return nb::cpp_function([name](nb::args, nb::kwargs) -> void {
-      throw std::runtime_error("[metal_kernel] cannot run the kernel '" + name + "': " +
-                               kNoMetal + "; mx.fast.cuda_kernel is the CUDA counterpart");
+  fast.def("metal_kernel", [](const std::string& name, std::vector<std::string> input_names,
+                              std::vector<std::string> output_names, const std::string& source,
+                              const std::string& header, bool ensure_row_contiguous,
+                              bool atomic_outputs, nb::handle) {
+    fast::CustomKernelFunction kernel =
+        fast::metal_kernel(name, input_names, output_names, source, header,
+                           ensure_row_contiguous, atomic_outputs);
+    return nb::cpp_function([kernel](nb::args, nb::kwargs) -> void {
+      kernel({}, {}, {}, {}, {}, {}, std::nullopt, false, {});
     });
   }, "name"_a, "input_names"_a, "output_names"_a, "source"_a, "header"_a = "",
      "ensure_row_contiguous"_a = true, "atomic_outputs"_a = false,

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 
 #include "tessera/ops/primitives/custom_kernel.h"
 #include "tessera/ops/utils.h"
@@ -286,6 +287,19 @@ std::vector<array> precompiled_cuda_kernel(
                                           ensure_row_contiguous, init_value, scalars,
                                           shared_memory);
   return array::make_arrays(output_shapes, output_dtypes, p, inputs);
+}
+
+CustomKernelFunction metal_kernel(const std::string& name, const std::vector<std::string>&,
+                                  const std::vector<std::string>&, const std::string&,
+                                  const std::string&, bool, bool) {
+  return [name](const std::vector<array>&, const std::vector<Shape>&, const std::vector<Dtype>&,
+                std::tuple<int, int, int>, std::tuple<int, int, int>,
+                std::vector<std::pair<std::string, TemplateArg>>, std::optional<float>, bool,
+                StreamOrDevice) -> std::vector<array> {
+    throw std::runtime_error("[metal_kernel] cannot run the kernel '" + name +
+                             "': Metal is not available (Tessera runs on CPUs and CUDA GPUs); "
+                             "fast::cuda_kernel is the CUDA counterpart");
+  };
 }
 
 }  // namespace tessera::fast

@@ -75,4 +75,13 @@ std::vector<array> precompiled_cuda_kernel(
     int shared_memory = 0, std::optional<float> init_value = std::nullopt,
     bool ensure_row_contiguous = false, StreamOrDevice s = {});
 
+// MLX's Metal counterpart of cuda_kernel. There is no Metal here: the kernel
+// is made (programs that define one at import still load) and throws
+// std::runtime_error, naming it, when called.
+CustomKernelFunction metal_kernel(const std::string& name,
+                                  const std::vector<std::string>& input_names,
+                                  const std::vector<std::string>& output_names,
+                                  const std::string& source, const std::string& header = "",
+                                  bool ensure_row_contiguous = true, bool atomic_outputs = false);
+
 }  // namespace tessera::fast

@@ -119,6 +119,18 @@ TEST(CudaKernel, ChecksTheNumberOfInputsOutputShapesAndDtypes) {
   EXPECT_NE(run({x, x}, {{4}}, {float32}).find("runs on the GPU only"), std::string::npos);
 }
 
+TEST(CudaKernel, MetalKernelIsMadeButThrowsWhenCalled) {
+  auto kernel = fast::metal_kernel("myexp", {"inp"}, {"out"}, "out[0] = inp[0];");
+  try {
+    kernel({ones({4})}, {{4}}, {float32}, {4, 1, 1}, {4, 1, 1}, {}, std::nullopt, false, {});
+    FAIL() << "metal_kernel's kernel ran";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("[metal_kernel] cannot run the kernel 'myexp'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(CudaKernel, ChecksNamesLaunchShapeAndSharedMemory) {
   EXPECT_THROW(fast::cuda_kernel("k", {"x"}, {}, ""), std::invalid_argument);
   EXPECT_THROW(fast::cuda_kernel("k", {"x-1"}, {"y"}, ""), std::invalid_argument);
