@@ -79,6 +79,10 @@ array expand_mask(const array& mask, int rows, int cols, int bs, Dtype t, const 
 }  // namespace
 
 array vecdot(const array& a, const array& b, int axis, StreamOrDevice s) {
+  if (a.ndim() == 0 || b.ndim() == 0) {
+    throw_invalid("vecdot", "inputs must have at least 1 dimension, got shapes " +
+                                shape_str(a.shape()) + " and " + shape_str(b.shape()));
+  }
   const Shape shape = broadcast_shapes(a.shape(), b.shape(), "vecdot");
   const int ax = normalize_axis(axis, static_cast<int>(shape.size()), "vecdot");
   array left = is_complex(a.dtype()) ? conjugate(a, s) : a;

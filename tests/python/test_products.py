@@ -26,6 +26,12 @@ def test_vecdot_conjugates_the_first_complex_operand(rng, device):
     close(mx.vecdot(mx.array(a), mx.array(b)), np.vdot(a, b))
 
 
+def test_vecdot_refuses_scalars_as_mlx_does(device):
+    with pytest.raises(ValueError, match=r"\[vecdot\] inputs must have at least 1 dimension, "
+                       r"got shapes \(\) and \(3,\)"):
+        mx.vecdot(mx.array(2.0), mx.ones((3,)))
+
+
 @pytest.mark.parametrize("n,axis", [(1, -1), (2, -1), (3, 0), (0, 1), (9, -1)])
 def test_diff_matches_numpy(n, axis, rng, device):
     x = rng.standard_normal((4, 6)).astype(np.float32)
