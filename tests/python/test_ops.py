@@ -341,6 +341,23 @@ def test_integer_floor_divide_floors(device):
     assert np.array(mx.array([-7, 7], mx.int8) // mx.array([2, -2], mx.int8)).tolist() == [-4, -4]
 
 
+def test_squares_and_float32_cubes_are_correctly_rounded(device):
+    # power multiplies for these exponents (docs/differences.md): the square is
+    # one rounding of the exact product, the float32 cube rounds the float64 cube.
+    a = np.random.default_rng(3).standard_normal(4096).astype(np.float32)
+    a[:4] = [0.0, -0.0, np.inf, -np.inf]
+    x = mx.array(a)
+    np.testing.assert_array_equal(np.array(x ** 2), a * a)
+    np.testing.assert_array_equal(np.array(mx.power(x, mx.array(3.0))),
+                                  (a.astype(np.float64) ** 3).astype(np.float32))
+    assert np.signbit(np.array(x ** 3)[1])  # (-0) ** 3 is -0
+    d = a.astype(np.float64)
+    np.testing.assert_array_equal(np.array(mx.array(d) ** 2), d * d)
+    np.testing.assert_allclose(np.array(mx.array(d) ** 3), d ** 3, rtol=1e-15)
+    np.testing.assert_allclose(np.array(x ** 2.5)[4:], np.abs(a[4:]) ** 2.5 * np.where(
+        a[4:] < 0, np.nan, 1), rtol=1e-6)
+
+
 def test_integer_power_of_a_negative_exponent_is_zero(device):
     a = mx.array([2, 3, -2, 0, 1, -1], mx.int32)
     b = mx.array([10, 3, 3, 0, -1, -3], mx.int32)
