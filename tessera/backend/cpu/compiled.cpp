@@ -6,7 +6,8 @@
 // The output is cut into blocks of kBlockBytes of the widest register type.
 // A register is a block buffer: a linear input is read in place, a strided or
 // broadcast one is gathered into a buffer, a scalar one is filled once per
-// thread, and the last step writes into the output. Each step is one call of
+// thread (and a binary step reads it as one value, as the unfused kernel's
+// scalar loop does), and the last step writes into the output. Each step is one call of
 // a loop monomorphic in its op and types (chosen once per call, before any
 // element is touched), running the same scalar functor as the unfused kernel
 // with the same conversions, so the results are the unfused ones bit for bit.
@@ -31,8 +32,10 @@ namespace {
 constexpr int64_t kBlockBytes = 8192;
 constexpr int64_t kGrainElements = 1 << 16;
 
+// form: which operands of a binary step are one value (a scalar input),
+// read as such so that the loop is the unfused kernel's for that case.
 using StepFn = void (*)(const void* const* args, void* out, int64_t n, const FusedStep& step,
-                        Dtype in);
+                        Dtype in, cpu::Operands form);
 
 // The functor of a step, with its parameters in the order of its members
 // (the order fused_params records and the GPU source writes them in).
@@ -68,20 +71,23 @@ struct StepOut {
 };
 
 template <typename Op, typename In>
-void unary_step(const void* const* args, void* out, int64_t n, const FusedStep& step, Dtype) {
+void unary_step(const void* const* args, void* out, int64_t n, const FusedStep& step, Dtype,
+                cpu::Operands) {
   using Out = typename StepOut<Op, In, 1>::type;
   cpu::unary_span(static_cast<const In*>(args[0]), static_cast<Out*>(out), n, functor<Op>(step));
 }
 
 template <typename Op, typename In>
-void binary_step(const void* const* args, void* out, int64_t n, const FusedStep& step, Dtype) {
+void binary_step(const void* const* args, void* out, int64_t n, const FusedStep& step, Dtype,
+                 cpu::Operands form) {
   using Out = typename StepOut<Op, In, 2>::type;
   cpu::binary_span(static_cast<const In*>(args[0]), static_cast<const In*>(args[1]),
-                   static_cast<Out*>(out), n, cpu::Operands::vectors, functor<Op>(step));
+                   static_cast<Out*>(out), n, form, functor<Op>(step));
 }
 
 template <typename T>
-void select_step(const void* const* args, void* out, int64_t n, const FusedStep&, Dtype) {
+void select_step(const void* const* args, void* out, int64_t n, const FusedStep&, Dtype,
+                 cpu::Operands) {
   const bool* c = static_cast<const bool*>(args[0]);
   const T* x = static_cast<const T*>(args[1]);
   const T* y = static_cast<const T*>(args[2]);
@@ -89,7 +95,8 @@ void select_step(const void* const* args, void* out, int64_t n, const FusedStep&
   for (int64_t i = 0; i < n; ++i) o[i] = c[i] ? x[i] : y[i];
 }
 
-void astype_step(const void* const* args, void* out, int64_t n, const FusedStep& step, Dtype in) {
+void astype_step(const void* const* args, void* out, int64_t n, const FusedStep& step, Dtype in,
+                 cpu::Operands) {
   cast_contiguous(args[0], in, out, step.dtype, static_cast<size_t>(n));
 }
 
@@ -200,6 +207,7 @@ struct Plan {
   std::vector<Register> regs;
   std::vector<StepFn> fns;
   std::vector<Dtype> in_dtypes;
+  std::vector<cpu::Operands> forms;
   int slots = 0;
   int64_t block = 0;  // elements
 };
@@ -249,6 +257,14 @@ Plan make_plan(const FusedProgram& prog, const FusedLayout& layout,
     Dtype in = c.register_dtype(inputs, operand);
     plan.in_dtypes.push_back(in);
     plan.fns.push_back(step_fn(step, in));
+    // A binary step over one scalar input and one block reads the scalar as
+    // one value (over two scalars: two filled blocks).
+    auto scalar = [&](uint32_t a) { return plan.regs[owner[a]].kind == Plan::filled; };
+    cpu::Operands form = cpu::Operands::vectors;
+    if (step.args.size() == 2 && scalar(step.args[0]) != scalar(step.args[1])) {
+      form = scalar(step.args[0]) ? cpu::Operands::scalar_vector : cpu::Operands::vector_scalar;
+    }
+    plan.forms.push_back(form);
     if (Compiled::renames(step.op)) {
       reg.kind = Plan::alias;
       reg.source = owner[r];
@@ -325,7 +341,7 @@ void Compiled::eval_cpu(const std::vector<array>& inputs, array& out) {
         }
         for (size_t a = 0; a < step.args.size(); ++a) args[a] = ptr[step.args[a]];
         void* o = reg.kind == Plan::output ? dst + start * reg.itemsize : slot(reg.slot);
-        plan.fns[j](args, o, n, step, plan.in_dtypes[j]);
+        plan.fns[j](args, o, n, step, plan.in_dtypes[j], plan.forms[j]);
         ptr[n_in + j] = o;
       }
     }
