@@ -224,7 +224,7 @@ std::vector<std::string> g_table;
 // scaled and the bias times the group's sum of x (kept per warp in shared
 // memory) added, per row. x's row n (< M) is B's column n. The warps of a
 // block split K by whole groups and add their results through shared memory.
-template <typename T, int GPC, int WARPS>
+template <typename T, int GPC, int WARPS, int UG>
 __global__ void __launch_bounds__(WARPS * 32)
     tc_gemv_kernel(const T* __restrict__ x, const uint32_t* __restrict__ w,
                    const T* __restrict__ scales, const T* __restrict__ biases, T* __restrict__ y,
@@ -260,54 +260,66 @@ __global__ void __launch_bounds__(WARPS * 32)
   constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
   constexpr uint32_t kMagic = kBf16 ? 0x43004300u : 0x64006400u;  // 128 or 1024, twice
   float acc[4] = {0.f, 0.f, 0.f, 0.f};
-  for (int64_t gi = g_begin; gi < g_end; ++gi) {
-    uint32_t wa[GPC], wb[GPC];
-    uint4 xv[GPC];
+  // UG groups a pass: all their loads in flight before the first product.
+  for (int64_t g0 = g_begin; g0 < g_end; g0 += UG) {
+    uint32_t wa[UG][GPC], wb[UG][GPC];
+    uint4 xv[UG][GPC];
+    float sa[UG], sb[UG], ba[UG], bb[UG];
 #pragma unroll
-    for (int u = 0; u < GPC; ++u) {
-      const int64_t c = gi * GPC + u;
-      wa[u] = valid0 ? __ldg(w0 + c * 4) : 0u;
-      wb[u] = valid8 ? __ldg(w8 + c * 4) : 0u;
-      xv[u] = has_x ? __ldg(reinterpret_cast<const uint4*>(xrow + c * 32)) : make_uint4(0, 0, 0, 0);
-    }
-    const float sa = valid0 ? mma::to_f(s0[gi]) : 0.f, sb = valid8 ? mma::to_f(s8[gi]) : 0.f;
-    const float ba = valid0 ? mma::to_f(b0p[gi]) : 0.f, bb = valid8 ? mma::to_f(b8p[gi]) : 0.f;
-    float cg[4] = {0.f, 0.f, 0.f, 0.f};
+    for (int j = 0; j < UG; ++j) {
+      const int64_t gi = g0 + j;
+      const bool on = gi < g_end, on0 = on && valid0, on8 = on && valid8;
 #pragma unroll
-    for (int u = 0; u < GPC; ++u) {
-      uint32_t pa[4], pb[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        uint32_t ra = ((wa[u] >> (4 * i)) & 0x000F000Fu) | kMagic;
-        uint32_t rb = ((wb[u] >> (4 * i)) & 0x000F000Fu) | kMagic;
-        if constexpr (kBf16) {
-          const __nv_bfloat162 m = __floats2bfloat162_rn(128.f, 128.f);
-          __nv_bfloat162 qa = __hsub2(*reinterpret_cast<__nv_bfloat162*>(&ra), m);
-          __nv_bfloat162 qb = __hsub2(*reinterpret_cast<__nv_bfloat162*>(&rb), m);
-          pa[i] = *reinterpret_cast<uint32_t*>(&qa);
-          pb[i] = *reinterpret_cast<uint32_t*>(&qb);
-        } else {
-          const __half2 m = __floats2half2_rn(1024.f, 1024.f);
-          __half2 qa = __hsub2(*reinterpret_cast<__half2*>(&ra), m);
-          __half2 qb = __hsub2(*reinterpret_cast<__half2*>(&rb), m);
-          pa[i] = *reinterpret_cast<uint32_t*>(&qa);
-          pb[i] = *reinterpret_cast<uint32_t*>(&qb);
-        }
+      for (int u = 0; u < GPC; ++u) {
+        const int64_t c = gi * GPC + u;
+        wa[j][u] = on0 ? __ldg(w0 + c * 4) : 0u;
+        wb[j][u] = on8 ? __ldg(w8 + c * 4) : 0u;
+        xv[j][u] = on && has_x ? __ldg(reinterpret_cast<const uint4*>(xrow + c * 32))
+                               : make_uint4(0, 0, 0, 0);
       }
-      // x pairs in the same order: (x0, x4), (x1, x5), (x2, x6), (x3, x7).
-      const uint32_t x01 = xv[u].x, x23 = xv[u].y, x45 = xv[u].z, x67 = xv[u].w;
-      const uint32_t a0[4] = {pa[0], pb[0], pa[1], pb[1]};
-      mma::mma16816<T>(cg, a0, __byte_perm(x01, x45, 0x5410), __byte_perm(x01, x45, 0x7632));
-      const uint32_t a1[4] = {pa[2], pb[2], pa[3], pb[3]};
-      mma::mma16816<T>(cg, a1, __byte_perm(x23, x67, 0x5410), __byte_perm(x23, x67, 0x7632));
+      sa[j] = on0 ? mma::to_f(s0[gi]) : 0.f, sb[j] = on8 ? mma::to_f(s8[gi]) : 0.f;
+      ba[j] = on0 ? mma::to_f(b0p[gi]) : 0.f, bb[j] = on8 ? mma::to_f(b8p[gi]) : 0.f;
     }
-    const int lg = static_cast<int>(gi - g_begin);
-    const float xs0 = 2 * t < M ? xsum[warp][2 * t][lg] : 0.f;
-    const float xs1 = 2 * t + 1 < M ? xsum[warp][2 * t + 1][lg] : 0.f;
-    acc[0] += sa * cg[0] + ba * xs0;
-    acc[1] += sa * cg[1] + ba * xs1;
-    acc[2] += sb * cg[2] + bb * xs0;
-    acc[3] += sb * cg[3] + bb * xs1;
+#pragma unroll
+    for (int j = 0; j < UG; ++j) {
+      if (g0 + j >= g_end) break;
+      float cg[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+      for (int u = 0; u < GPC; ++u) {
+        uint32_t pa[4], pb[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          uint32_t ra = ((wa[j][u] >> (4 * i)) & 0x000F000Fu) | kMagic;
+          uint32_t rb = ((wb[j][u] >> (4 * i)) & 0x000F000Fu) | kMagic;
+          if constexpr (kBf16) {
+            const __nv_bfloat162 m = __floats2bfloat162_rn(128.f, 128.f);
+            __nv_bfloat162 qa = __hsub2(*reinterpret_cast<__nv_bfloat162*>(&ra), m);
+            __nv_bfloat162 qb = __hsub2(*reinterpret_cast<__nv_bfloat162*>(&rb), m);
+            pa[i] = *reinterpret_cast<uint32_t*>(&qa);
+            pb[i] = *reinterpret_cast<uint32_t*>(&qb);
+          } else {
+            const __half2 m = __floats2half2_rn(1024.f, 1024.f);
+            __half2 qa = __hsub2(*reinterpret_cast<__half2*>(&ra), m);
+            __half2 qb = __hsub2(*reinterpret_cast<__half2*>(&rb), m);
+            pa[i] = *reinterpret_cast<uint32_t*>(&qa);
+            pb[i] = *reinterpret_cast<uint32_t*>(&qb);
+          }
+        }
+        // x pairs in the same order: (x0, x4), (x1, x5), (x2, x6), (x3, x7).
+        const uint4 xq = xv[j][u];
+        const uint32_t a0[4] = {pa[0], pb[0], pa[1], pb[1]};
+        mma::mma16816<T>(cg, a0, __byte_perm(xq.x, xq.z, 0x5410), __byte_perm(xq.x, xq.z, 0x7632));
+        const uint32_t a1[4] = {pa[2], pb[2], pa[3], pb[3]};
+        mma::mma16816<T>(cg, a1, __byte_perm(xq.y, xq.w, 0x5410), __byte_perm(xq.y, xq.w, 0x7632));
+      }
+      const int lg = static_cast<int>(g0 + j - g_begin);
+      const float xs0 = 2 * t < M ? xsum[warp][2 * t][lg] : 0.f;
+      const float xs1 = 2 * t + 1 < M ? xsum[warp][2 * t + 1][lg] : 0.f;
+      acc[0] += sa[j] * cg[0] + ba[j] * xs0;
+      acc[1] += sa[j] * cg[1] + ba[j] * xs1;
+      acc[2] += sb[j] * cg[2] + bb[j] * xs0;
+      acc[3] += sb[j] * cg[3] + bb[j] * xs1;
+    }
   }
   red[warp][g][2 * t] = acc[0];
   red[warp][g][2 * t + 1] = acc[1];
@@ -324,21 +336,27 @@ __global__ void __launch_bounds__(WARPS * 32)
   }
 }
 
-// Launches tc_gemv_kernel for 4-bit weights, M <= 8; false where it does not apply.
+// Launches tc_gemv_kernel for 4-bit weights, M <= 8, warps 4 or 8 a block and
+// unroll 1, 2 or 4 groups a pass; false where it does not apply.
 template <typename T>
 bool tc_gemv(const T* x, const uint32_t* w, const T* s, const T* b, T* y, int M, int64_t N,
-             int64_t K, int group, int warps) {
+             int64_t K, int group, int warps, int unroll = 1) {
   if (M > 8 || K % group != 0) return false;
   const int64_t groups = K / group;
   if ((groups + warps - 1) / warps > 64) return false;
   const unsigned blocks = unsigned((N + 15) / 16);
-  auto go = [&](auto gpc, auto nw) {
-    constexpr int G = decltype(gpc)::value, W = decltype(nw)::value;
-    tc_gemv_kernel<T, G, W><<<blocks, W * 32>>>(x, w, s, b, y, M, N, K);
+  auto go = [&](auto gpc, auto nw, auto ug) {
+    constexpr int G = decltype(gpc)::value, W = decltype(nw)::value, U = decltype(ug)::value;
+    tc_gemv_kernel<T, G, W, U><<<blocks, W * 32>>>(x, w, s, b, y, M, N, K);
+  };
+  auto by_unroll = [&](auto gpc, auto nw) {
+    if (unroll == 4) go(gpc, nw, std::integral_constant<int, 4>{});
+    else if (unroll == 2) go(gpc, nw, std::integral_constant<int, 2>{});
+    else go(gpc, nw, std::integral_constant<int, 1>{});
   };
   auto by_warps = [&](auto gpc) {
-    if (warps == 4) go(gpc, std::integral_constant<int, 4>{});
-    else go(gpc, std::integral_constant<int, 8>{});
+    if (warps == 4) by_unroll(gpc, std::integral_constant<int, 4>{});
+    else by_unroll(gpc, std::integral_constant<int, 8>{});
   };
   if (group == 32) by_warps(std::integral_constant<int, 1>{});
   else if (group == 64) by_warps(std::integral_constant<int, 2>{});
@@ -439,18 +457,33 @@ void small_m_case(cublasHandle_t h, int64_t N, int64_t K, int bits, int group, i
       }
       if (timed) {
         const double qbytes = double(W.bytes(sizeof(T)));
-        const float t4 = time_ms([&](int i) {
-          tc_gemv<T>(x, W.wp(i), W.sp<T>(i), W.bp<T>(i), y, M, N, K, group, 4);
-        });
-        const float t8 = time_ms([&](int i) {
-          tc_gemv<T>(x, W.wp(i), W.sp<T>(i), W.bp<T>(i), y, M, N, K, group, 8);
-        });
-        char line[256];
+        std::string times;
+        for (int warps : {4, 8}) {
+          for (int unroll : {1, 2, 4}) {
+            if (unroll > 1) {  // checked once more: the unrolled pass has its own bounds
+              CK(cudaMemset(y, 0xff, M * N * sizeof(T)));
+              tc_gemv<T>(x, W.wp(0), W.sp<T>(0), W.bp<T>(0), y, M, N, K, group, warps, unroll);
+              CK(cudaDeviceSynchronize());
+              const double e = rel_err(host(y, M * N), host(y_ref, M * N));
+              if (!(e < 8e-3)) {
+                ++g_failures;
+                std::printf("FAIL tc_gemv warps %d unroll %d: rel err %.2e\n", warps, unroll, e);
+              }
+            }
+            const float tt = time_ms([&](int i) {
+              tc_gemv<T>(x, W.wp(i), W.sp<T>(i), W.bp<T>(i), y, M, N, K, group, warps, unroll);
+            });
+            char cell[64];
+            std::snprintf(cell, sizeof cell, " %d/%d: %.1f (%.0f GB/s)", warps, unroll, tt * 1e3,
+                          qbytes / tt / 1e6);
+            times += cell;
+          }
+        }
+        char line[512];
         std::snprintf(line, sizeof line,
-                      "| %lldx%lld | 4 | %d | %s | %d | tc_gemv 4/8 warps | %.1f (%.0f GB/s) | "
-                      "%.1f (%.0f GB/s) | | %.1e |",
+                      "| %lldx%lld | 4 | %d | %s | %d | tc_gemv warps/unroll:%s | rel err %.1e |",
                       (long long)N, (long long)K, group, std::is_same_v<T, bf16> ? "bf16" : "f16",
-                      M, t4 * 1e3, qbytes / t4 / 1e6, t8 * 1e3, qbytes / t8 / 1e6, terr);
+                      M, times.c_str(), terr);
         g_table.push_back(line);
         std::printf("%s\n", line);
       }
