@@ -16,6 +16,7 @@
 #include "tessera/backend/cpu/copy.h"
 #include "tessera/core/dispatch.h"
 #include "tessera/backend/cpu/threading.h"
+#include "tessera/backend/cpu/vector_math.h"
 #include "tessera/ops/primitives/quantized.h"
 
 namespace tessera {
@@ -65,6 +66,26 @@ void small_m_transposed(const C* x, int64_t M, int64_t K, const uint32_t* w, con
   std::vector<C> xsum(M * groups, C(0));
   for (int64_t m = 0; m < M; ++m) {
     for (int64_t k = 0; k < K; ++k) xsum[m * groups + k / group_size] += x[m * K + k];
+  }
+  if constexpr (B == 4 && std::is_same_v<C, float>) {
+    // 4 bits, float: the group sums come from the vectorised loop.
+    cpu::parallel_for(N, std::max<int64_t>(1, 16384 / K), [&](int64_t n0, int64_t n1) {
+      std::vector<float> dots(groups);
+      for (int64_t n = n0; n < n1; ++n) {
+        for (int64_t m = 0; m < M; ++m) {
+          cpu::q4_group_dots(w + n * words, x + m * K, K, group_size, dots.data());
+          float acc = 0.f;
+          for (int64_t g = 0; g < groups; ++g) {
+            using S = tessera::compute_t<T>;
+            const float s = static_cast<float>(static_cast<S>(scales[n * groups + g]));
+            const float z = static_cast<float>(static_cast<S>(biases[n * groups + g]));
+            acc += s * dots[g] + z * xsum[m * groups + g];
+          }
+          y[m * N + n] = acc;
+        }
+      }
+    });
+    return;
   }
   cpu::parallel_for(N, std::max<int64_t>(1, 16384 / K), [&](int64_t n0, int64_t n1) {
     uint32_t q[32];
