@@ -107,7 +107,7 @@ enum class Operands { vectors, scalar_vector, vector_scalar };
 void vector_binary(VectorBinary f, Operands form, const float* a, const float* b, float* y,
                    int64_t n);
 
-// dots[g] = sum over group g (group_size values, a multiple of 8) of q * x,
+// dots[g] = sum over group g (group_size values, a multiple of 16) of q * x,
 // for one row of K 4-bit values packed eight a word (value i at bits 4i):
 // the quantized product's inner loop, compiled for each instruction set.
 void q4_group_dots(const uint32_t* w, const float* x, int64_t K, int group_size, float* dots);
