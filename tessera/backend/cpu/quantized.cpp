@@ -67,13 +67,14 @@ void small_m_transposed(const C* x, int64_t M, int64_t K, const uint32_t* w, con
   for (int64_t m = 0; m < M; ++m) {
     for (int64_t k = 0; k < K; ++k) xsum[m * groups + k / group_size] += x[m * K + k];
   }
-  if constexpr (B == 4 && std::is_same_v<C, float>) {
-    // 4 bits, float: the group sums come from the vectorised loop.
+  if constexpr ((B == 2 || B == 4 || B == 8) && std::is_same_v<C, float>) {
+    // Float x, values that never straddle two words: the group sums come from
+    // the loop compiled per instruction set.
     cpu::parallel_for(N, std::max<int64_t>(1, 16384 / K), [&](int64_t n0, int64_t n1) {
       std::vector<float> dots(groups);
       for (int64_t n = n0; n < n1; ++n) {
         for (int64_t m = 0; m < M; ++m) {
-          cpu::q4_group_dots(w + n * words, x + m * K, K, group_size, dots.data());
+          cpu::q_group_dots(B, w + n * words, x + m * K, K, group_size, dots.data());
           float acc = 0.f;
           for (int64_t g = 0; g < groups; ++g) {
             using S = tessera::compute_t<T>;

@@ -248,26 +248,42 @@ void VectorBinarySpan(VectorBinary f, Operands form, const float* a, const float
   }
 }
 
-// dots[g] = sum of q * x over group g of a row of 4-bit values (value i of a
-// word at bits 4i; groups of a multiple of 16 values): eight lanes, one a
-// word's position, that the compiler vectorises with a per-lane shift where
-// the instruction set has one.
-void Q4GroupDots(const uint32_t* w, const float* x, int64_t K, int group_size, float* dots) {
+// dots[g] = sum of q * x over group g of a row of B-bit values (B = 2, 4 or
+// 8: value i of the row at bits B * i of the words, none straddling two;
+// groups of a multiple of 16 values): eight lanes, two sets of them (which
+// halves the chain of additions), that the compiler vectorises with a
+// per-lane shift where the instruction set has one.
+template <int B>
+void q_group_dots(const uint32_t* w, const float* x, int64_t K, int group_size, float* dots) {
+  constexpr uint32_t kMask = (1u << B) - 1u;
   for (int64_t g = 0; g < K / group_size; ++g) {
-    // Two sets of lanes (even and odd words) halve the chain of additions.
     float lanes[2][8] = {};
     for (int64_t k = g * group_size; k < (g + 1) * group_size; k += 16) {
+      const uint32_t* wk = w + k * B / 32;
       for (int h = 0; h < 2; ++h) {
-        const uint32_t word = w[k / 8 + h];
         for (int i = 0; i < 8; ++i) {
-          lanes[h][i] +=
-              static_cast<float>(static_cast<int32_t>((word >> (4 * i)) & 15u)) * x[k + 8 * h + i];
+          const int v = 8 * h + i;  // the value's place in these 16
+          const uint32_t word = wk[v * B / 32];
+          const uint32_t q = (word >> ((v * B) % 32)) & kMask;
+          lanes[h][i] += static_cast<float>(static_cast<int32_t>(q)) * x[k + v];
         }
       }
     }
     float sum[8];
     for (int i = 0; i < 8; ++i) sum[i] = lanes[0][i] + lanes[1][i];
     dots[g] = ((sum[0] + sum[4]) + (sum[1] + sum[5])) + ((sum[2] + sum[6]) + (sum[3] + sum[7]));
+  }
+}
+
+void QGroupDots(int bits, const uint32_t* w, const float* x, int64_t K, int group_size,
+                float* dots) {
+  switch (bits) {
+    case 2:
+      return q_group_dots<2>(w, x, K, group_size, dots);
+    case 4:
+      return q_group_dots<4>(w, x, K, group_size, dots);
+    default:
+      return q_group_dots<8>(w, x, K, group_size, dots);
   }
 }
 
@@ -285,7 +301,7 @@ namespace tessera::cpu {
 HWY_EXPORT(VectorMathSpan);
 HWY_EXPORT(VectorLoopSpan);
 HWY_EXPORT(VectorBinarySpan);
-HWY_EXPORT(Q4GroupDots);
+HWY_EXPORT(QGroupDots);
 #endif
 
 void vector_math(VectorMath f, const float* x, float* y, int64_t n) {
@@ -309,11 +325,12 @@ void vector_binary(VectorBinary f, Operands form, const float* a, const float* b
 #endif
 }
 
-void q4_group_dots(const uint32_t* w, const float* x, int64_t K, int group_size, float* dots) {
+void q_group_dots(int bits, const uint32_t* w, const float* x, int64_t K, int group_size,
+                  float* dots) {
 #if TESSERA_HAVE_HWY
-  HWY_DYNAMIC_DISPATCH(Q4GroupDots)(w, x, K, group_size, dots);
+  HWY_DYNAMIC_DISPATCH(QGroupDots)(bits, w, x, K, group_size, dots);
 #else
-  generic::Q4GroupDots(w, x, K, group_size, dots);
+  generic::QGroupDots(bits, w, x, K, group_size, dots);
 #endif
 }
 

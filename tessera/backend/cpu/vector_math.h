@@ -108,9 +108,11 @@ void vector_binary(VectorBinary f, Operands form, const float* a, const float* b
                    int64_t n);
 
 // dots[g] = sum over group g (group_size values, a multiple of 16) of q * x,
-// for one row of K 4-bit values packed eight a word (value i at bits 4i):
-// the quantized product's inner loop, compiled for each instruction set.
-void q4_group_dots(const uint32_t* w, const float* x, int64_t K, int group_size, float* dots);
+// for one row of K values of `bits` = 2, 4 or 8 packed in words (value i at
+// bits bits * i): the quantized product's inner loop, compiled for each
+// instruction set.
+void q_group_dots(int bits, const uint32_t* w, const float* x, int64_t K, int group_size,
+                  float* dots);
 
 // out[i] = op(a[i], b[i]) for i < n, a or b read as one value where form says
 // so; out may be a or b.
