@@ -103,6 +103,7 @@ class NormBase : public Custom {
   bool use_fallback(const std::vector<array>& inputs) const override;
   // Same class, eps, weight and bias.
   bool is_equivalent(const Primitive& other) const override;
+  // What is_equivalent compares and export writes (each class below alike).
   auto parameters() const { return std::tie(eps_, has_weight_, has_bias_); }
 
  protected:

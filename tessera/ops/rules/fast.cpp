@@ -105,8 +105,7 @@ bool NormBase::use_fallback(const std::vector<array>& inputs) const {
 
 bool NormBase::is_equivalent(const Primitive& other) const {
   auto* o = dynamic_cast<const NormBase*>(&other);
-  return o && typeid(*this) == typeid(other) && eps_ == o->eps_ &&
-         has_weight_ == o->has_weight_ && has_bias_ == o->has_bias_;
+  return o && typeid(*this) == typeid(other) && parameters() == o->parameters();
 }
 
 #define TESSERA_NORM_VJP(NAME)                                                                  \
@@ -123,8 +122,7 @@ TESSERA_NORM_VJP(LayerNorm)
 
 bool RoPE::is_equivalent(const Primitive& other) const {
   auto* o = dynamic_cast<const RoPE*>(&other);
-  return o && dims_ == o->dims_ && traditional_ == o->traditional_ && base_ == o->base_ &&
-         scale_ == o->scale_;
+  return o && parameters() == o->parameters();
 }
 
 bool RoPE::use_fallback(const std::vector<array>& inputs) const {
@@ -157,12 +155,12 @@ std::vector<array> RoPE::vjp(const std::vector<array>& primals,
 
 bool ScaledDotProductAttention::is_equivalent(const Primitive& other) const {
   auto* o = dynamic_cast<const ScaledDotProductAttention*>(&other);
-  return o && scale_ == o->scale_ && mask_ == o->mask_ && has_sinks_ == o->has_sinks_;
+  return o && parameters() == o->parameters();
 }
 
 bool ScaledDotProductAttentionVJP::is_equivalent(const Primitive& other) const {
   auto* o = dynamic_cast<const ScaledDotProductAttentionVJP*>(&other);
-  return o && scale_ == o->scale_ && mask_ == o->mask_ && has_sinks_ == o->has_sinks_;
+  return o && parameters() == o->parameters();
 }
 
 namespace {
