@@ -33,6 +33,22 @@ using Axes = std::optional<IntOrVec>;
 // The trailing keyword-only stream argument: None, Stream, Device or DeviceType.
 using StreamArg = StreamOrDevice;
 
+// A Python callable held by C++ (in a graph node released on a worker thread,
+// or an exporter that outlives the call that made it): its reference is
+// dropped under the GIL.
+struct PyFn {
+  nb::object f;
+  explicit PyFn(nb::object fn) : f(std::move(fn)) {}
+  ~PyFn() {
+    if (!Py_IsInitialized()) {
+      f.release();  // the interpreter is gone: nothing left to release it to
+      return;
+    }
+    nb::gil_scoped_acquire gil;
+    f.reset();
+  }
+};
+
 // Any ArrayLike (array, scalar, nested list/tuple, NumPy/DLPack/buffer object,
 // object with __tessera_array__ or __mlx_array__) to an array, cast to dtype if given.
 array to_array(nb::handle v, std::optional<Dtype> dtype = std::nullopt);

@@ -9,21 +9,6 @@ namespace tessera::python {
 
 namespace {
 
-// A Python callable held by C++ (an exporter may outlive the call that made
-// it): its reference is dropped under the GIL.
-struct Callable {
-  nb::object f;
-  explicit Callable(nb::object fn) : f(std::move(fn)) {}
-  ~Callable() {
-    if (!Py_IsInitialized()) {
-      f.release();  // the interpreter is gone: nothing left to release it to
-      return;
-    }
-    nb::gil_scoped_acquire gil;
-    f.reset();
-  }
-};
-
 std::string path_of(nb::handle file, const char* op) {
   if (auto path = as_path(file)) return *path;
   throw nb::type_error((std::string("[") + op + "] file must be a path (str or os.PathLike), not " +
@@ -76,7 +61,7 @@ std::pair<Args, Kwargs> inputs_of(const nb::args& args, const nb::kwargs& kwargs
 
 // fun called on (*args, **kwargs), returning an array or a tuple or list of them.
 ExportFn wrap(nb::object fun) {
-  auto holder = std::make_shared<Callable>(std::move(fun));
+  auto holder = std::make_shared<PyFn>(std::move(fun));
   return [holder](const Args& args, const Kwargs& kwargs) {
     nb::gil_scoped_acquire gil;
     nb::list positional;
@@ -143,7 +128,7 @@ nb::dict to_python(const ExportCallbackInput& input) {
 }
 
 ExportCallback wrap_callback(nb::object callback) {
-  auto holder = std::make_shared<Callable>(std::move(callback));
+  auto holder = std::make_shared<PyFn>(std::move(callback));
   return [holder](const ExportCallbackInput& input) {
     nb::gil_scoped_acquire gil;
     holder->f(to_python(input));

@@ -8,21 +8,6 @@ namespace tessera::python {
 
 namespace {
 
-// A Python callable held by C++ (possibly in a graph node released on a
-// worker thread): its reference is dropped under the GIL.
-struct PyFn {
-  nb::object f;
-  explicit PyFn(nb::object fn) : f(std::move(fn)) {}
-  ~PyFn() {
-    if (!Py_IsInitialized()) {
-      f.release();  // the interpreter is gone: nothing left to release it to
-      return;
-    }
-    nb::gil_scoped_acquire gil;
-    f.reset();
-  }
-};
-
 std::vector<array> as_arrays(nb::handle r, const char* op) {
   if (nb::isinstance<array>(r)) return {nb::cast<array>(r)};
   std::vector<array> out;
