@@ -600,6 +600,7 @@ int main(int argc, char** argv) {
       for (int M : {1, 4}) {
         small_m_case<bf16>(h, 14336, 4096, bits, 64, M, true, rotate);
         small_m_case<bf16>(h, 4096, 4096, bits, 64, M, true, rotate);
+        small_m_case<bf16>(h, 4096, 14336, bits, 64, M, true, rotate);
       }
     }
     return g_failures != 0;
