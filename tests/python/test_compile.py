@@ -50,6 +50,50 @@ def test_matches_the_function_and_traces_once_per_signature(rng):
                                rtol=1e-12)
 
 
+def test_array_only_calls_and_tree_calls_share_traces(rng):
+    # Positional arrays alone take a shorter path to the same recorded graph;
+    # calls with constants or trees beside them go the long way, in any order.
+    traces = []
+
+    def f(x, y=None):
+        traces.append(1)
+        if y is None:
+            return x * mx.sigmoid(x)
+        return [x + y, {"p": x * y, "k": 3}]
+
+    cf = mx.compile(f, shapeless=True)
+    x, y = rng.standard_normal((2, 5)), rng.standard_normal((2, 5))
+    np.testing.assert_allclose(np.array(cf(mx.array(x))), x / (1 + np.exp(-x)), rtol=1e-12)
+    np.testing.assert_allclose(np.array(cf(mx.array(y))), y / (1 + np.exp(-y)), rtol=1e-12)
+    assert len(traces) == 1
+    s, t = cf(mx.array(x), mx.array(y))
+    s2, t2 = cf(mx.array(y), y=mx.array(x))  # the keyword: a signature of its own
+    assert len(traces) == 3
+    s3, t3 = cf(mx.array(y), mx.array(x))
+    assert len(traces) == 3
+    np.testing.assert_allclose(np.array(s), x + y, rtol=1e-12)
+    np.testing.assert_allclose(np.array(t["p"]), x * y, rtol=1e-12)
+    assert t["k"] == 3 and t2["k"] == 3 and t3["k"] == 3
+    np.testing.assert_allclose(np.array(s2), x + y, rtol=1e-12)
+    np.testing.assert_allclose(np.array(t3["p"]), x * y, rtol=1e-12)
+    const = mx.compile(lambda a: 5)
+    assert const(mx.array(1.0)) == 5 and const(mx.array(2.0)) == 5
+
+
+def test_activations_are_compiled_into_one_node(rng):
+    # As MLX compiles its activations: silu and the gelus are one fused node.
+    x = rng.standard_normal((3, 7))
+    for f, ref in ((nn.silu, x / (1 + np.exp(-x))),
+                   (nn.gelu_fast_approx, x / (1 + np.exp(-1.702 * x)))):
+        y = f(mx.array(x))
+        nodes = [p.split("(")[0] for p in mx._graph_primitives([y])]
+        assert [n for n in nodes if n != "Broadcast"] == ["Compiled"]  # constants broadcast
+        np.testing.assert_allclose(np.array(y), ref, rtol=1e-6, atol=1e-7)
+    g = mx.grad(lambda v: nn.silu(v).sum())(mx.array(x))
+    sig = 1 / (1 + np.exp(-x))
+    np.testing.assert_allclose(np.array(g), sig * (1 + x * (1 - sig)), rtol=1e-6, atol=1e-7)
+
+
 def test_closures_are_frozen_at_the_trace():
     box = {"scale": mx.array(2.0)}
     cf = mx.compile(lambda x: x * box["scale"])

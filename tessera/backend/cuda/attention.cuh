@@ -30,6 +30,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 
 #include "tessera/backend/cuda/mma.cuh"
@@ -873,11 +874,27 @@ inline int64_t decode_scratch_floats(const FwdParams& p, DecodeSplit sp) {
   return static_cast<int64_t>(p.b) * p.hkv * sp.splits * kDecodeRows * (p.d + 2);
 }
 
+// A kernel's opt-in to more than 48 KB of dynamic shared memory holds for the
+// process on a device and costs the host about 2 us a call (a decoding step
+// launches the attention once a layer): made once per device, `done` holding
+// a bit per device for the kernel.
+inline cudaError_t opt_in_smem(std::atomic<uint64_t>& done, const void* kern, int bytes) {
+  int device = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e != cudaSuccess) return e;
+  const uint64_t bit = uint64_t{1} << (device & 63);
+  if (done.load(std::memory_order_acquire) & bit) return cudaSuccess;
+  e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (e == cudaSuccess) done.fetch_or(bit, std::memory_order_acq_rel);
+  return e;
+}
+
 template <typename T, int D>
 cudaError_t launch_decode(const FwdParams& p, DecodeSplit sp, float* scratch, cudaStream_t st) {
   using Cfg = DecodeConfig<T, D>;
   auto kern = decode_kernel<T, D>;
-  cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::smem);
+  static std::atomic<uint64_t> opted{0};
+  cudaError_t e = opt_in_smem(opted, reinterpret_cast<const void*>(kern), Cfg::smem);
   if (e != cudaSuccess) return e;
   const int64_t parts = static_cast<int64_t>(p.b) * p.hkv * sp.splits * kDecodeRows;
   float* po = scratch;
@@ -904,7 +921,8 @@ template <typename T, int D, int W, int BN>
 cudaError_t launch_fwd(const FwdParams& p, cudaStream_t st) {
   using Cfg = FwdConfig<T, D, W, BN>;
   auto kern = fwd_kernel<T, D, W, BN>;
-  cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::smem);
+  static std::atomic<uint64_t> opted{0};
+  cudaError_t e = opt_in_smem(opted, reinterpret_cast<const void*>(kern), Cfg::smem);
   if (e != cudaSuccess) return e;
   dim3 grid((p.tq + Cfg::BM - 1) / Cfg::BM, p.hq, p.b);
   kern<<<grid, Cfg::NT, Cfg::smem, st>>>(p);

@@ -630,7 +630,7 @@ cudaError_t small_m(const T* x, const uint32_t* w, const T* scales, const T* bia
 // that at even ones come off the chunk's dot product. The float32 sums carry
 // 2048 + q for 16 values, so a chunk loses about 2^-13 relative, far below the
 // 2^-9 of the half result. On an H100 (14336 x 4096, group 64, bfloat16, one
-// row) this and two chunks a pass (not four) took 30.9 us to 26.0 us; the
+// row) this and two chunks a pass (not four) took 30.9 us to 24.2 us; the
 // profile before (issue slots 45% busy, DRAM 34%) was bound by instructions
 // and latency both, and 8-bit weights (twice the bytes, one byte_perm a value)
 // ran as fast as 4-bit ones.

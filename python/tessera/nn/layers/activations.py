@@ -7,6 +7,12 @@ import tessera.core as mx
 from tessera.nn.layers.base import Module
 
 
+def _fused(f):
+    """f compiled for every shape: where the backend fuses elementwise ops its
+    ops run as one kernel (as MLX compiles its activations)."""
+    return mx.compile(f, shapeless=True)
+
+
 def sigmoid(x):
     r"""Elementwise :math:`1 / (1 + e^{-x})`."""
     return mx.sigmoid(x)
@@ -17,11 +23,13 @@ def relu(x):
     return mx.maximum(x, 0)
 
 
+@_fused
 def relu2(x):
     """Elementwise ``max(x, 0) ** 2``."""
     return mx.square(mx.maximum(x, 0))
 
 
+@_fused
 def relu6(x):
     """Elementwise ``min(max(x, 0), 6)``."""
     return mx.minimum(mx.maximum(x, 0), 6.0)
@@ -52,6 +60,7 @@ def softplus(x):
     return mx.logaddexp(x, 0)
 
 
+@_fused
 def softsign(x):
     """``x / (1 + |x|)``."""
     return mx.divide(x, 1 + mx.abs(x))
@@ -67,26 +76,31 @@ def celu(x, alpha=1.0):
     return mx.maximum(x, 0.0) + alpha * (mx.exp(mx.minimum(x, 0.0) / alpha) - 1)
 
 
+@_fused
 def silu(x):
     """``x * sigmoid(x)``."""
     return x * mx.sigmoid(x)
 
 
+@_fused
 def log_sigmoid(x):
     """``-softplus(-x)``."""
     return -softplus(-x)
 
 
+@_fused
 def gelu(x):
     """``x * (1 + erf(x / sqrt(2))) / 2``."""
     return x * (1 + mx.erf(x / math.sqrt(2))) / 2
 
 
+@_fused
 def gelu_approx(x):
     """``0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x ** 3)))``."""
     return 0.5 * x * (1 + mx.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
 
 
+@_fused
 def gelu_fast_approx(x):
     """``x * sigmoid(1.702 * x)``."""
     return x * mx.sigmoid(1.702 * x)
@@ -103,6 +117,7 @@ def step(x, threshold: float = 0.0):
     return mx.where(x >= threshold, 1, 0).astype(x.dtype)
 
 
+@_fused
 def selu(x):
     """``1.0507 * elu(x, 1.67326)``."""
     return elu(x, 1.67326) * 1.0507
@@ -113,11 +128,13 @@ def prelu(x, alpha):
     return mx.maximum(0, x) + alpha * mx.minimum(0, x)
 
 
+@_fused
 def mish(x):
     """``x * tanh(softplus(x))``."""
     return x * mx.tanh(softplus(x))
 
 
+@_fused
 def hardswish(x):
     """``x * min(max(x + 3, 0), 6) / 6``."""
     max_x_3 = mx.maximum(x + 3, 0)
