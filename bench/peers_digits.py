@@ -5,32 +5,24 @@ accuracy in the example's format, so the two runs compare line for line.
 
     python bench/peers_digits.py [--epochs 30] [--cpu]
 """
-import argparse
+import os
+import sys
 import time
 
 import numpy as np
 import torch
-from sklearn.datasets import load_digits
-from sklearn.model_selection import train_test_split
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples",
+                                "python"))
+import digits_data  # noqa: E402
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=30)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--hidden", type=int, default=256)
-    parser.add_argument("--lr", type=float, default=1e-3)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--cpu", action="store_true")
-    args = parser.parse_args()
+    args = digits_data.parser(__doc__.splitlines()[0]).parse_args()
     dev = "cuda" if torch.cuda.is_available() and not args.cpu else "cpu"
     torch.manual_seed(args.seed)
 
-    digits = load_digits()
-    x = (digits.data / 16.0).astype(np.float32)
-    y = digits.target.astype(np.int64)
-    x_train, x_test, y_train, y_test = train_test_split(
-        x, y, test_size=0.2, random_state=args.seed, stratify=y)
+    x_train, x_test, y_train, y_test = digits_data.split(args.seed, np.int64)
     xtr, ytr = torch.tensor(x_train, device=dev), torch.tensor(y_train, device=dev)
     xte, yte = torch.tensor(x_test, device=dev), torch.tensor(y_test, device=dev)
     h = args.hidden

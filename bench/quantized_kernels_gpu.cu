@@ -1,7 +1,7 @@
 // Standalone timing of the quantized-product kernels of
 // tessera/backend/cuda/quantized.cuh against cuBLAS's bfloat16 GEMV/GEMM, and
-// against the kernels they replaced (reproduced below as "before"), with CUDA
-// events. Each kernel's output is checked first: dequantize bit for bit against
+// against dequantizing one thread per value before the GEMM ("before"), with
+// CUDA events. Each kernel's output is checked first: dequantize bit for bit against
 // a one-thread-per-value kernel, the products against cuBLAS on the
 // dequantized matrix (relative error in the Frobenius norm).
 //
@@ -42,7 +42,7 @@ using bf16 = __nv_bfloat16;
 
 namespace {
 
-// ---- the kernels before (one thread per value; one warp per column) ---------
+// ---- the dequantize kernel before (one thread per value) ---------------------
 
 template <typename T>
 __global__ void old_dequantize(const uint32_t* w, const T* scales, const T* biases, T* out,
@@ -54,44 +54,6 @@ __global__ void old_dequantize(const uint32_t* w, const T* scales, const T* bias
     const int64_t gi = r * groups + k / group_size;
     const float q = static_cast<float>(quant::unpack(w + r * words, k, bits));
     out[i] = static_cast<T>(static_cast<float>(scales[gi]) * q + static_cast<float>(biases[gi]));
-  }
-}
-
-template <typename T, int B, int M>
-__global__ void old_small_m(const T* x, const uint32_t* w, const T* scales, const T* biases, T* y,
-                            int rows, int64_t N, int64_t K, int group_size) {
-  const int64_t n = blockIdx.x * int64_t(blockDim.x / 32) + threadIdx.x / 32;
-  const int lane = threadIdx.x % 32;
-  if (n >= N) return;
-  const int64_t words = K * B / 32, groups = K / group_size, chunks = K / 32;
-  const uint32_t* row = w + n * words;
-  const T* sc = scales + n * groups;
-  const T* bi = biases + n * groups;
-  float acc[M];
-  for (int m = 0; m < M; ++m) acc[m] = 0.f;
-  uint32_t q[32];
-  for (int64_t c = lane; c < chunks; c += 32) {
-    quant::unpack32<B>(row + c * B, q);
-    const int64_t g = c * 32 / group_size;
-    const float s = static_cast<float>(sc[g]), z = static_cast<float>(bi[g]);
-#pragma unroll
-    for (int m = 0; m < M; ++m) {
-      if (m >= rows) break;
-      const T* xm = x + m * K + c * 32;
-      float dot = 0.f, sum = 0.f;
-#pragma unroll
-      for (int i = 0; i < 32; ++i) {
-        const float v = static_cast<float>(xm[i]);
-        dot += static_cast<float>(q[i]) * v;
-        sum += v;
-      }
-      acc[m] += s * dot + z * sum;
-    }
-  }
-  for (int m = 0; m < M; ++m) {
-    float v = acc[m];
-    for (int off = 16; off > 0; off /= 2) v += __shfl_down_sync(0xffffffffu, v, off);
-    if (lane == 0 && m < rows) y[m * N + n] = static_cast<T>(v);
   }
 }
 
@@ -214,156 +176,6 @@ int g_sms = 0;
 std::vector<std::string> g_table;
 
 
-// Candidate for few rows of x, 4-bit weights (not used by Tessera yet): the
-// tensor cores with q exact. Lane 4g + t reads word t of a 32-value chunk of
-// weight rows g and g + 8 of the warp's 16, so that both mma products of a
-// chunk (m16n8k16, k in the order the nibble pairs come: values 8t + i and
-// 8t + i + 4 share a register) take their 16 values of each row from one
-// chunk, so from one group. q enters as 16-bit 128 + q (bfloat16) or 1024 + q
-// (float16) minus the same, exact; the float32 products of a group are then
-// scaled and the bias times the group's sum of x (kept per warp in shared
-// memory) added, per row. x's row n (< M) is B's column n. The warps of a
-// block split K by whole groups and add their results through shared memory.
-template <typename T, int GPC, int WARPS, int UG>
-__global__ void __launch_bounds__(WARPS * 32)
-    tc_gemv_kernel(const T* __restrict__ x, const uint32_t* __restrict__ w,
-                   const T* __restrict__ scales, const T* __restrict__ biases, T* __restrict__ y,
-                   int M, int64_t N, int64_t K) {
-  constexpr int kMaxGroupsPerWarp = 64;
-  __shared__ float xsum[WARPS][8][kMaxGroupsPerWarp];
-  __shared__ float red[WARPS][16][8];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int64_t row0 = int64_t(blockIdx.x) * 16;
-  const int64_t groups = K / (32 * GPC), words_per_row = K / 8;
-  const int64_t per_warp = (groups + WARPS - 1) / WARPS;
-  const int64_t g_begin = warp * per_warp, g_end = g_begin + per_warp < groups ? g_begin + per_warp : groups;
-  // The sums of x over each group of this warp's range.
-  for (int n = 0; n < M; ++n) {
-    for (int64_t gi = g_begin; gi < g_end; ++gi) {
-      float v = 0.f;
-      for (int i = lane; i < 32 * GPC; i += 32) v += mma::to_f(x[n * K + gi * 32 * GPC + i]);
-#pragma unroll
-      for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
-      if (lane == 0) xsum[warp][n][gi - g_begin] = v;
-    }
-  }
-  __syncwarp();
-  const bool valid0 = row0 + g < N, valid8 = row0 + g + 8 < N;
-  const uint32_t* w0 = w + (valid0 ? row0 + g : 0) * words_per_row + t;
-  const uint32_t* w8 = w + (valid8 ? row0 + g + 8 : 0) * words_per_row + t;
-  const T* s0 = scales + (valid0 ? row0 + g : 0) * groups;
-  const T* s8 = scales + (valid8 ? row0 + g + 8 : 0) * groups;
-  const T* b0p = biases + (valid0 ? row0 + g : 0) * groups;
-  const T* b8p = biases + (valid8 ? row0 + g + 8 : 0) * groups;
-  const bool has_x = g < M;
-  const T* xrow = x + (has_x ? g : 0) * K + 8 * t;
-  constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
-  constexpr uint32_t kMagic = kBf16 ? 0x43004300u : 0x64006400u;  // 128 or 1024, twice
-  float acc[4] = {0.f, 0.f, 0.f, 0.f};
-  // UG groups a pass: all their loads in flight before the first product.
-  for (int64_t g0 = g_begin; g0 < g_end; g0 += UG) {
-    uint32_t wa[UG][GPC], wb[UG][GPC];
-    uint4 xv[UG][GPC];
-    float sa[UG], sb[UG], ba[UG], bb[UG];
-#pragma unroll
-    for (int j = 0; j < UG; ++j) {
-      const int64_t gi = g0 + j;
-      const bool on = gi < g_end, on0 = on && valid0, on8 = on && valid8;
-#pragma unroll
-      for (int u = 0; u < GPC; ++u) {
-        const int64_t c = gi * GPC + u;
-        wa[j][u] = on0 ? __ldg(w0 + c * 4) : 0u;
-        wb[j][u] = on8 ? __ldg(w8 + c * 4) : 0u;
-        xv[j][u] = on && has_x ? __ldg(reinterpret_cast<const uint4*>(xrow + c * 32))
-                               : make_uint4(0, 0, 0, 0);
-      }
-      sa[j] = on0 ? mma::to_f(s0[gi]) : 0.f, sb[j] = on8 ? mma::to_f(s8[gi]) : 0.f;
-      ba[j] = on0 ? mma::to_f(b0p[gi]) : 0.f, bb[j] = on8 ? mma::to_f(b8p[gi]) : 0.f;
-    }
-#pragma unroll
-    for (int j = 0; j < UG; ++j) {
-      if (g0 + j >= g_end) break;
-      float cg[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-      for (int u = 0; u < GPC; ++u) {
-        uint32_t pa[4], pb[4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          uint32_t ra = ((wa[j][u] >> (4 * i)) & 0x000F000Fu) | kMagic;
-          uint32_t rb = ((wb[j][u] >> (4 * i)) & 0x000F000Fu) | kMagic;
-          if constexpr (kBf16) {
-            const __nv_bfloat162 m = __floats2bfloat162_rn(128.f, 128.f);
-            __nv_bfloat162 qa = __hsub2(*reinterpret_cast<__nv_bfloat162*>(&ra), m);
-            __nv_bfloat162 qb = __hsub2(*reinterpret_cast<__nv_bfloat162*>(&rb), m);
-            pa[i] = *reinterpret_cast<uint32_t*>(&qa);
-            pb[i] = *reinterpret_cast<uint32_t*>(&qb);
-          } else {
-            const __half2 m = __floats2half2_rn(1024.f, 1024.f);
-            __half2 qa = __hsub2(*reinterpret_cast<__half2*>(&ra), m);
-            __half2 qb = __hsub2(*reinterpret_cast<__half2*>(&rb), m);
-            pa[i] = *reinterpret_cast<uint32_t*>(&qa);
-            pb[i] = *reinterpret_cast<uint32_t*>(&qb);
-          }
-        }
-        // x pairs in the same order: (x0, x4), (x1, x5), (x2, x6), (x3, x7).
-        const uint4 xq = xv[j][u];
-        const uint32_t a0[4] = {pa[0], pb[0], pa[1], pb[1]};
-        mma::mma16816<T>(cg, a0, __byte_perm(xq.x, xq.z, 0x5410), __byte_perm(xq.x, xq.z, 0x7632));
-        const uint32_t a1[4] = {pa[2], pb[2], pa[3], pb[3]};
-        mma::mma16816<T>(cg, a1, __byte_perm(xq.y, xq.w, 0x5410), __byte_perm(xq.y, xq.w, 0x7632));
-      }
-      const int lg = static_cast<int>(g0 + j - g_begin);
-      const float xs0 = 2 * t < M ? xsum[warp][2 * t][lg] : 0.f;
-      const float xs1 = 2 * t + 1 < M ? xsum[warp][2 * t + 1][lg] : 0.f;
-      acc[0] += sa[j] * cg[0] + ba[j] * xs0;
-      acc[1] += sa[j] * cg[1] + ba[j] * xs1;
-      acc[2] += sb[j] * cg[2] + bb[j] * xs0;
-      acc[3] += sb[j] * cg[3] + bb[j] * xs1;
-    }
-  }
-  red[warp][g][2 * t] = acc[0];
-  red[warp][g][2 * t + 1] = acc[1];
-  red[warp][g + 8][2 * t] = acc[2];
-  red[warp][g + 8][2 * t + 1] = acc[3];
-  __syncthreads();
-  for (int i = threadIdx.x; i < 16 * 8; i += WARPS * 32) {
-    const int r = i / 8, n = i % 8;
-    if (n >= M || row0 + r >= N) continue;
-    float v = 0.f;
-#pragma unroll
-    for (int k = 0; k < WARPS; ++k) v += red[k][r][n];
-    y[n * N + row0 + r] = mma::from_f<T>(v);
-  }
-}
-
-// Launches tc_gemv_kernel for 4-bit weights, M <= 8, warps 4 or 8 a block and
-// unroll 1, 2 or 4 groups a pass; false where it does not apply.
-template <typename T>
-bool tc_gemv(const T* x, const uint32_t* w, const T* s, const T* b, T* y, int M, int64_t N,
-             int64_t K, int group, int warps, int unroll = 1) {
-  if (M > 8 || K % group != 0) return false;
-  const int64_t groups = K / group;
-  if ((groups + warps - 1) / warps > 64) return false;
-  const unsigned blocks = unsigned((N + 15) / 16);
-  auto go = [&](auto gpc, auto nw, auto ug) {
-    constexpr int G = decltype(gpc)::value, W = decltype(nw)::value, U = decltype(ug)::value;
-    tc_gemv_kernel<T, G, W, U><<<blocks, W * 32>>>(x, w, s, b, y, M, N, K);
-  };
-  auto by_unroll = [&](auto gpc, auto nw) {
-    if (unroll == 4) go(gpc, nw, std::integral_constant<int, 4>{});
-    else if (unroll == 2) go(gpc, nw, std::integral_constant<int, 2>{});
-    else go(gpc, nw, std::integral_constant<int, 1>{});
-  };
-  auto by_warps = [&](auto gpc) {
-    if (warps == 4) by_unroll(gpc, std::integral_constant<int, 4>{});
-    else by_unroll(gpc, std::integral_constant<int, 8>{});
-  };
-  if (group == 32) by_warps(std::integral_constant<int, 1>{});
-  else if (group == 64) by_warps(std::integral_constant<int, 2>{});
-  else by_warps(std::integral_constant<int, 4>{});
-  return true;
-}
-
 // Checks and (when timed) times y = x @ W^T for M rows: new kernel, old path,
 // cuBLAS on bf16 weights.
 template <typename T>
@@ -442,79 +254,18 @@ void small_m_case(cublasHandle_t h, int64_t N, int64_t K, int bits, int group, i
       std::printf("%s\n", line);
     }
   }
-  if (bits == 4 && M <= 8) {
-    // The tensor-core candidate: checked always, timed with 4 and 8 warps a block.
-    CK(cudaMemset(y, 0xff, M * N * sizeof(T)));
-    if (tc_gemv<T>(x, W.wp(0), W.sp<T>(0), W.bp<T>(0), y, M, N, K, group, 4)) {
-      CK(cudaDeviceSynchronize());
-      const double terr = rel_err(host(y, M * N), host(y_ref, M * N));
-      const bool tok = terr < 8e-3;
-      if (!tok) ++g_failures;
-      if (!tok || !timed) {
-        std::printf("%s tc_gemv %s N %lld K %lld group %d M %d: rel err %.2e\n",
-                    tok ? "ok  " : "FAIL", std::is_same_v<T, bf16> ? "bf16" : "f16",
-                    (long long)N, (long long)K, group, M, terr);
-      }
-      if (timed) {
-        const double qbytes = double(W.bytes(sizeof(T)));
-        std::string times;
-        for (int warps : {4, 8}) {
-          for (int unroll : {1, 2, 4}) {
-            if (unroll > 1) {  // checked once more: the unrolled pass has its own bounds
-              CK(cudaMemset(y, 0xff, M * N * sizeof(T)));
-              tc_gemv<T>(x, W.wp(0), W.sp<T>(0), W.bp<T>(0), y, M, N, K, group, warps, unroll);
-              CK(cudaDeviceSynchronize());
-              const double e = rel_err(host(y, M * N), host(y_ref, M * N));
-              if (!(e < 8e-3)) {
-                ++g_failures;
-                std::printf("FAIL tc_gemv warps %d unroll %d: rel err %.2e\n", warps, unroll, e);
-              }
-            }
-            const float tt = time_ms([&](int i) {
-              tc_gemv<T>(x, W.wp(i), W.sp<T>(i), W.bp<T>(i), y, M, N, K, group, warps, unroll);
-            });
-            char cell[64];
-            std::snprintf(cell, sizeof cell, " %d/%d: %.1f (%.0f GB/s)", warps, unroll, tt * 1e3,
-                          qbytes / tt / 1e6);
-            times += cell;
-          }
-        }
-        char line[512];
-        std::snprintf(line, sizeof line,
-                      "| %lldx%lld | 4 | %d | %s | %d | tc_gemv warps/unroll:%s | rel err %.1e |",
-                      (long long)N, (long long)K, group, std::is_same_v<T, bf16> ? "bf16" : "f16",
-                      M, times.c_str(), terr);
-        g_table.push_back(line);
-        std::printf("%s\n", line);
-      }
-    }
-  }
   if (timed) {
     const double qbytes = double(W.bytes(sizeof(T)));
     const float t_new = time_ms([&](int i) {
       qmm::small_m<T>(x, W.wp(i), W.sp<T>(i), W.bp<T>(i), y, partials, M, N, K, group, bits, 1,
                       plan, 0);
     });
-    // Before: the warp-per-column kernel for M <= 8, else dequantize + GEMM.
-    float t_old;
-    if (M <= 8) {
-      t_old = time_ms([&](int i) {
-        quant::dispatch_bits(bits, [&](auto bb) {
-          constexpr int BB = decltype(bb)::value;
-          auto k = M <= 1 ? old_small_m<T, BB, 1>
-                 : M <= 2 ? old_small_m<T, BB, 2>
-                 : M <= 4 ? old_small_m<T, BB, 4>
-                          : old_small_m<T, BB, 8>;
-          k<<<unsigned((N + 7) / 8), 256>>>(x, W.wp(i), W.sp<T>(i), W.bp<T>(i), y, M, N, K, group);
-        });
-      });
-    } else {
-      t_old = time_ms([&](int i) {
-        old_dequantize<T><<<4096, 256>>>(W.wp(i), W.sp<T>(i), W.bp<T>(i), Wd_old, N * K, K,
-                                         group, bits);
-        gemm<T>(h, x, Wd_old, y_ref, M, int(N), int(K));
-      });
-    }
+    // Before: dequantize (one thread per value), then the GEMM.
+    const float t_old = time_ms([&](int i) {
+      old_dequantize<T><<<4096, 256>>>(W.wp(i), W.sp<T>(i), W.bp<T>(i), Wd_old, N * K, K, group,
+                                       bits);
+      gemm<T>(h, x, Wd_old, y_ref, M, int(N), int(K));
+    });
     // cuBLAS on bf16 weights (rotating copies as well).
     const int64_t wbytes = N * K * sizeof(T);
     const int copies = int(std::max<int64_t>(1, rotate / wbytes));

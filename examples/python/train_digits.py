@@ -10,7 +10,6 @@ the checkpoint into a fresh model and checks that it gives the same accuracy.
 Needs scikit-learn and matplotlib (pip install scikit-learn matplotlib).
 """
 
-import argparse
 import os
 import sys
 import time
@@ -20,6 +19,8 @@ import numpy as np
 import tessera.core as mx
 import tessera.nn as nn
 import tessera.optimizers as optim
+
+import digits_data
 
 
 class MLP(nn.Module):
@@ -51,32 +52,19 @@ def accuracy(model, x, y):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=30)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--hidden", type=int, default=256)
-    parser.add_argument("--lr", type=float, default=1e-3)
-    parser.add_argument("--seed", type=int, default=0)
+    parser = digits_data.parser(__doc__.splitlines()[0])
     parser.add_argument("--out", default=".")
-    parser.add_argument("--cpu", action="store_true", help="run on the CPU even with a GPU")
     args = parser.parse_args()
-
-    from sklearn.datasets import load_digits
-    from sklearn.model_selection import train_test_split
 
     device = mx.gpu if (mx.cuda.is_available() and not args.cpu) else mx.cpu
     mx.set_default_device(device)
     print(f"device: {mx.default_device()}")
     mx.random.seed(args.seed)
 
-    digits = load_digits()
-    x = (digits.data / 16.0).astype(np.float32)
-    y = digits.target.astype(np.int32)
-    x_train, x_test, y_train, y_test = train_test_split(
-        x, y, test_size=0.2, random_state=args.seed, stratify=y)
+    x_train, x_test, y_train, y_test = digits_data.split(args.seed, np.int32)
     print(f"digits: {len(x_train)} training and {len(x_test)} test images of 8x8 pixels")
 
-    model = MLP(x.shape[1], args.hidden, 10)
+    model = MLP(x_train.shape[1], args.hidden, 10)
     mx.eval(model.parameters())
     steps_per_epoch = (len(x_train) + args.batch_size - 1) // args.batch_size
     schedule = optim.cosine_decay(args.lr, args.epochs * steps_per_epoch, args.lr * 0.05)
@@ -132,7 +120,7 @@ def main():
 
     ckpt = os.path.join(args.out, "digits_mlp.safetensors")
     model.save_weights(ckpt)
-    restored = MLP(x.shape[1], args.hidden, 10)
+    restored = MLP(x_train.shape[1], args.hidden, 10)
     restored.load_weights(ckpt)
     restored_acc = accuracy(restored, x_test, y_test)
     print(f"checkpoint: {ckpt} reloaded, test accuracy {restored_acc:.4f}")

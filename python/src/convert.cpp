@@ -360,6 +360,12 @@ bool is_array_like(nb::handle v) {
          nb::hasattr(v, "__tessera_array__");
 }
 
+std::vector<array> to_array_list(nb::handle seq) {
+  std::vector<array> out;
+  for (nb::handle e : seq) out.push_back(to_array(e));
+  return out;
+}
+
 array to_array(nb::handle v, std::optional<Dtype> dtype) {
   if (nb::isinstance<array>(v)) {
     const array& a = nb::cast<const array&>(v);

@@ -52,6 +52,8 @@ struct PyFn {
 // Any ArrayLike (array, scalar, nested list/tuple, NumPy/DLPack/buffer object,
 // object with __tessera_array__ or __mlx_array__) to an array, cast to dtype if given.
 array to_array(nb::handle v, std::optional<Dtype> dtype = std::nullopt);
+// Each element of an iterable (list, tuple, *args) through to_array.
+std::vector<array> to_array_list(nb::handle seq);
 // None -> nullopt, anything else through to_array.
 std::optional<array> optional_array(nb::handle v);
 // A path given as str, bytes or os.PathLike (os.fsencode'd); nullopt for anything else.

@@ -75,9 +75,7 @@ void init_creation(nb::module_& m, ArrayClass&) {
   def_named(m, "triu", [](nb::handle x, int k, StreamArg s) { return triu(to_array(x), k, s); }, "x"_a,
         "k"_a = 0, kw, "stream"_a = nb::none());
   def_named(m, "meshgrid", [](nb::args arrays, bool sparse, const std::string& indexing, StreamArg s) {
-    std::vector<array> v;
-    for (nb::handle a : arrays) v.push_back(to_array(a));
-    auto r = meshgrid(v, sparse, indexing, s);
+    auto r = meshgrid(to_array_list(arrays), sparse, indexing, s);
     nb::list l;
     for (auto& a : r) l.append(a);
     return nb::tuple(l);

@@ -9,12 +9,6 @@ namespace tessera::python {
 
 namespace {
 
-std::vector<array> arrays(nb::handle inputs) {
-  std::vector<array> out;
-  for (nb::handle v : inputs) out.push_back(to_array(v));
-  return out;
-}
-
 std::vector<Shape> shapes(nb::handle output_shapes, const char* op) {
   std::vector<Shape> out;
   for (nb::handle v : output_shapes) out.push_back(to_shape(v, op));
@@ -142,7 +136,7 @@ void init_fast(nb::module_& parent) {
                        std::vector<Dtype> output_dtypes, std::tuple<int, int, int> grid,
                        std::tuple<int, int, int> threadgroup, nb::handle template_pairs,
                        std::optional<float> init_value, bool verbose, StreamArg s) {
-                return kernel(arrays(inputs), shapes(output_shapes, "cuda_kernel"),
+                return kernel(to_array_list(inputs), shapes(output_shapes, "cuda_kernel"),
                               output_dtypes, grid, threadgroup, template_args(template_pairs),
                               init_value, verbose, s);
               }),
@@ -166,7 +160,7 @@ void init_fast(nb::module_& parent) {
                                              int shared_memory, std::optional<float> init_value,
                                              bool ensure_row_contiguous, StreamArg s) {
     return fast::precompiled_cuda_kernel(
-        name, std::string(compiled_source.c_str(), compiled_source.size()), arrays(inputs),
+        name, std::string(compiled_source.c_str(), compiled_source.size()), to_array_list(inputs),
         shapes(output_shapes, "precompiled_cuda_kernel"), output_dtypes, scalar_args(scalars),
         grid, threadgroup, shared_memory, init_value, ensure_row_contiguous, s);
   }, kw, "name"_a, "compiled_source"_a, "inputs"_a, "output_shapes"_a, "output_dtypes"_a,

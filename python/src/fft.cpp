@@ -37,11 +37,6 @@ array nd_call(ND with_n, NDNoN without_n, NDAll all, const array& a,
   return with_n(a, Shape(s->begin(), s->end()), ax, norm, st);
 }
 
-std::vector<array> operands_of(const nb::args& operands) {
-  std::vector<array> v;
-  for (nb::handle o : operands) v.push_back(to_array(o));
-  return v;
-}
 
 }  // namespace
 
@@ -121,10 +116,10 @@ void init_fft(nb::module_& parent) {
   }, "a"_a, "axes"_a = nb::none(), "stream"_a = nb::none());
 
   def_named(parent, "einsum", [](const std::string& subscripts, nb::args operands, StreamArg s) {
-    return einsum(subscripts, operands_of(operands), s);
+    return einsum(subscripts, to_array_list(operands), s);
   }, "subscripts"_a, "operands"_a, nb::kw_only(), "stream"_a = nb::none());
   def_named(parent, "einsum_path", [](const std::string& subscripts, nb::args operands) {
-    auto [path, report] = einsum_path(subscripts, operands_of(operands));
+    auto [path, report] = einsum_path(subscripts, to_array_list(operands));
     nb::list steps;
     for (const auto& step : path) {
       nb::list t;

@@ -7,12 +7,6 @@ namespace tessera::python {
 
 namespace {
 
-std::vector<array> to_array_list(nb::handle seq) {
-  std::vector<array> out;
-  for (nb::handle e : seq) out.push_back(to_array(e));
-  return out;
-}
-
 // reshape(*shape) / transpose(*axes): one sequence or separate ints.
 std::vector<int> varargs_ints(const nb::args& args, const char* op) {
   bool one_sequence = args.size() == 1 && !PyLong_Check(args[0].ptr());

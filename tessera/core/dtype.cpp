@@ -116,6 +116,26 @@ Dtype accumulation_type(Dtype t) {
 
 Dtype inexact_type(Dtype t) { return is_inexact(t) ? t : float32; }
 
+const char* c_type_name(Dtype t) {
+  switch (t.val) {
+    case Dtype::Val::bool_: return "bool";
+    case Dtype::Val::uint8: return "uint8_t";
+    case Dtype::Val::uint16: return "uint16_t";
+    case Dtype::Val::uint32: return "uint32_t";
+    case Dtype::Val::uint64: return "uint64_t";
+    case Dtype::Val::int8: return "int8_t";
+    case Dtype::Val::int16: return "int16_t";
+    case Dtype::Val::int32: return "int32_t";
+    case Dtype::Val::int64: return "int64_t";
+    case Dtype::Val::float32: return "float";
+    case Dtype::Val::float64: return "double";
+    case Dtype::Val::float16:
+    case Dtype::Val::bfloat16:
+    case Dtype::Val::complex64: break;
+  }
+  return nullptr;
+}
+
 std::string dtype_name(Dtype t) {
   switch (t.val) {
     case Dtype::Val::bool_: return "bool";

@@ -114,6 +114,10 @@ Dtype inexact_type(Dtype t);
 
 // "float32", "bool", ... (NumPy names).
 std::string dtype_name(Dtype t);
+// The C++ name of the stored type of bool, integer, float32 and float64 t
+// ("bool", "int32_t", "double"), for generated source; nullptr for the 16-bit
+// floats and complex64, which each generated source names its own way.
+const char* c_type_name(Dtype t);
 std::ostream& operator<<(std::ostream& os, const Dtype& t);
 
 template <typename T>

@@ -18,6 +18,7 @@
 #include "tessera/ops/primitives/compiled.h"
 #include "tessera/ops/shape.h"
 #include "tessera/ops/utils.h"
+#include "tessera/transforms/graph_ref.h"
 #include "tessera/transforms/tape.h"
 
 namespace tessera {
@@ -29,13 +30,7 @@ using io::detail::NodeBuild;
 using io::detail::Operands;
 using io::detail::PrimitiveCodec;
 
-// Where a node finds an input: an input of the function, a constant, or an
-// output of an earlier node.
-struct Ref {
-  enum Kind : uint8_t { input, constant, node } kind;
-  uint32_t index;     // into the inputs, the constants or the nodes
-  uint32_t position;  // the output of a node
-};
+using Ref = detail::GraphRef;
 
 struct Node {
   std::string name;  // Primitive::name()
@@ -96,31 +91,13 @@ std::vector<array> ordered_inputs(const Args& args, const Kwargs& kwargs,
 }
 
 // The unevaluated nodes between outputs and the cut arrays (excluded), one
-// array per node, inputs before users, without recursion. Evaluated arrays
-// are where it stops: they are the constants.
+// array per node, inputs before users. Evaluated arrays are where it stops:
+// they are the constants.
 std::vector<array> graph_of(const std::vector<array>& outputs,
                             const std::unordered_set<std::uintptr_t>& cut) {
-  auto leaf = [&](const array& a) {
+  return detail::graph_nodes(outputs, [&](const array& a) {
     return cut.count(a.id()) > 0 || !a.has_primitive() || a.is_available();
-  };
-  std::vector<array> tape;
-  std::unordered_set<const void*> seen;
-  std::vector<std::pair<array, bool>> stack;  // (array, inputs done)
-  for (auto it = outputs.rbegin(); it != outputs.rend(); ++it) stack.emplace_back(*it, false);
-  while (!stack.empty()) {
-    auto [a, done] = stack.back();
-    stack.pop_back();
-    if (leaf(a)) continue;
-    if (done) {
-      tape.push_back(std::move(a));
-      continue;
-    }
-    if (!seen.insert(a.node()).second) continue;
-    stack.emplace_back(a, true);
-    const auto& ins = a.inputs();
-    for (auto in = ins.rbegin(); in != ins.rend(); ++in) stack.emplace_back(*in, false);
-  }
-  return tape;
+  });
 }
 
 // Runs fun on placeholders and records its graph (Note [Exported functions]).
@@ -137,13 +114,13 @@ Trace trace(const ExportFn& fun, const Args& args, const Kwargs& kwargs, bool sh
   Args positional;
   Kwargs keyword;
   std::unordered_set<std::uintptr_t> cut;
-  std::unordered_map<std::uintptr_t, Ref> refs;
+  detail::GraphRefs refs(t.constants);
   for (size_t i = 0; i < inputs.size(); ++i) {
     array p = detail::placeholder(inputs[i].shape(), inputs[i].dtype(), "export_function");
     t.input_shapes.push_back(p.shape());
     t.input_dtypes.push_back(p.dtype());
     cut.insert(p.id());
-    refs.emplace(p.id(), Ref{Ref::input, static_cast<uint32_t>(i), 0});
+    refs.set(p, Ref{Ref::input, static_cast<uint32_t>(i), 0});
     if (i < args.size()) {
       positional.push_back(p);
     } else {
@@ -151,14 +128,6 @@ Trace trace(const ExportFn& fun, const Args& args, const Kwargs& kwargs, bool sh
     }
   }
 
-  std::unordered_map<std::uintptr_t, uint32_t> constant_index;
-  auto ref_of = [&](const array& a) {
-    auto r = refs.find(a.id());
-    if (r != refs.end()) return r->second;
-    auto [c, added] = constant_index.emplace(a.id(), static_cast<uint32_t>(t.constants.size()));
-    if (added) t.constants.push_back(a);
-    return Ref{Ref::constant, c->second, 0};
-  };
   std::function<void(const array&)> record = [&](const array& a) {
     Primitive& p = a.primitive();
     const std::string name = p.name();
@@ -169,7 +138,7 @@ Trace trace(const ExportFn& fun, const Args& args, const Kwargs& kwargs, bool sh
       // transforms] in transforms/transforms.cpp).
       const auto& ins = a.inputs();
       for (size_t k = 0; k < outs.size(); ++k) {
-        refs.insert_or_assign(outs[k].id(), ref_of(ins[ins.size() - outs.size() + k]));
+        refs.set(outs[k], refs.of(ins[ins.size() - outs.size() + k]));
       }
       return;
     }
@@ -179,7 +148,7 @@ Trace trace(const ExportFn& fun, const Args& args, const Kwargs& kwargs, bool sh
       std::unordered_set<std::uintptr_t> inner;
       for (const auto& in : a.inputs()) inner.insert(in.id());
       for (const array& n : graph_of({unfused}, inner)) record(n);
-      refs.insert_or_assign(a.id(), ref_of(unfused));
+      refs.set(a, refs.of(unfused));
       return;
     }
     const PrimitiveCodec* codec = find_codec(name);
@@ -190,7 +159,7 @@ Trace trace(const ExportFn& fun, const Args& args, const Kwargs& kwargs, bool sh
     Node node;
     node.name = name;
     node.params = codec->parameters(p);
-    for (const auto& in : a.inputs()) node.inputs.push_back(ref_of(in));
+    for (const auto& in : a.inputs()) node.inputs.push_back(refs.of(in));
     for (const auto& o : outs) {
       node.shapes.push_back(o.shape());
       node.dtypes.push_back(o.dtype());
@@ -198,7 +167,7 @@ Trace trace(const ExportFn& fun, const Args& args, const Kwargs& kwargs, bool sh
     const auto index = static_cast<uint32_t>(t.nodes.size());
     t.nodes.push_back(std::move(node));
     for (size_t k = 0; k < outs.size(); ++k) {
-      refs.insert_or_assign(outs[k].id(), Ref{Ref::node, index, static_cast<uint32_t>(k)});
+      refs.set(outs[k], Ref{Ref::node, index, static_cast<uint32_t>(k)});
     }
   };
 
@@ -206,7 +175,7 @@ Trace trace(const ExportFn& fun, const Args& args, const Kwargs& kwargs, bool sh
     array::TracingScope tracing;
     std::vector<array> outputs = fun(positional, keyword);
     for (const array& a : graph_of(outputs, cut)) record(a);
-    for (const auto& o : outputs) t.outputs.push_back(ref_of(o));
+    for (const auto& o : outputs) t.outputs.push_back(refs.of(o));
   }
 
   // The constants are evaluated now that the trace is over: their values are
@@ -646,14 +615,7 @@ std::vector<array> run(const Trace& t, const std::vector<array>& inputs, bool ex
   std::vector<std::vector<array>> values(t.nodes.size());
   std::vector<bool> pending(t.nodes.size(), false);  // a deferred Broadcast passing its input on
   auto value = [&](const Ref& r) -> const array& {
-    switch (r.kind) {
-      case Ref::input:
-        return inputs[r.index];
-      case Ref::constant:
-        return t.constants[r.index];
-      default:
-        return values[r.index][r.position];
-    }
+    return detail::resolve(r, inputs, t.constants, values);
   };
   for (size_t i = 0; i < t.nodes.size(); ++i) {
     const Node& n = t.nodes[i];
@@ -774,14 +736,7 @@ void send_to(const ExportCallback& callback, const Trace& t) {
     }
   }
   auto name_of = [&](const Ref& r) -> const std::string& {
-    switch (r.kind) {
-      case Ref::input:
-        return input_names[r.index];
-      case Ref::constant:
-        return constant_names[r.index];
-      default:
-        return node_names[r.index][r.position];
-    }
+    return detail::resolve(r, input_names, constant_names, node_names);
   };
   auto typed = [&](const std::vector<Ref>& refs) {
     Typed out;

@@ -41,22 +41,10 @@ static_assert(kCustomKernelMaxNdim == 10, "MAX_NDIM in kDefaultHeader");
 
 // The CUDA type of an element of t.
 const char* cuda_type(Dtype t) {
-  switch (t.val) {
-    case Dtype::Val::bool_: return "bool";
-    case Dtype::Val::uint8: return "uint8_t";
-    case Dtype::Val::uint16: return "uint16_t";
-    case Dtype::Val::uint32: return "uint32_t";
-    case Dtype::Val::uint64: return "uint64_t";
-    case Dtype::Val::int8: return "int8_t";
-    case Dtype::Val::int16: return "int16_t";
-    case Dtype::Val::int32: return "int32_t";
-    case Dtype::Val::int64: return "int64_t";
-    case Dtype::Val::float16: return "__half";
-    case Dtype::Val::bfloat16: return "__nv_bfloat16";
-    case Dtype::Val::float32: return "float";
-    case Dtype::Val::float64: return "double";
-    case Dtype::Val::complex64: return "cuda::std::complex<float>";
-  }
+  if (const char* name = c_type_name(t)) return name;
+  if (t == float16) return "__half";
+  if (t == bfloat16) return "__nv_bfloat16";
+  if (t == complex64) return "cuda::std::complex<float>";
   throw std::logic_error("[cuda_kernel] a dtype without a CUDA type (bug)");
 }
 

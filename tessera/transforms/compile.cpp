@@ -17,6 +17,7 @@
 #include "tessera/core/primitive.h"
 #include "tessera/ops/ops.h"
 #include "tessera/ops/primitives/compiled.h"
+#include "tessera/transforms/graph_ref.h"
 #include "tessera/transforms/tape.h"
 
 namespace tessera {
@@ -26,16 +27,7 @@ namespace {
 std::atomic<CompileMode> g_mode{std::getenv("MLX_DISABLE_COMPILE") ? CompileMode::disabled
                                                                    : CompileMode::enabled};
 
-// Where a recorded node finds an input: the compiled function's input, a
-// constant, or an output of an earlier node.
-struct Ref {
-  enum Kind : uint8_t { input, constant, node } kind;
-  uint32_t index;     // into inputs, constants or nodes
-  uint32_t position;  // the output of a node
-  bool operator==(const Ref& o) const {
-    return kind == o.kind && index == o.index && position == o.position;
-  }
-};
+using Ref = detail::GraphRef;
 
 struct RecordedNode {
   std::shared_ptr<Primitive> primitive;
@@ -80,34 +72,26 @@ size_t hash_node(const RecordedNode& n) {
 }
 
 Record trace(const VecFn& fun, const std::vector<array>& inputs, bool simplify) {
+  Record rec;
+  detail::GraphRefs refs(rec.constants);
   std::vector<array> placeholders;
   std::unordered_set<std::uintptr_t> cut;
-  std::unordered_map<std::uintptr_t, Ref> refs;
   for (size_t i = 0; i < inputs.size(); ++i) {
     array p = detail::placeholder(inputs[i].shape(), inputs[i].dtype(), "compile");
     cut.insert(p.id());
-    refs.emplace(p.id(), Ref{Ref::input, static_cast<uint32_t>(i), 0});
+    refs.set(p, Ref{Ref::input, static_cast<uint32_t>(i), 0});
     placeholders.push_back(std::move(p));
   }
 
   array::TracingScope tracing;
   std::vector<array> outputs = fun(placeholders);
 
-  Record rec;
-  std::unordered_map<std::uintptr_t, uint32_t> constant_index;
-  auto ref_of = [&](const array& a) {
-    auto r = refs.find(a.id());
-    if (r != refs.end()) return r->second;
-    auto [c, added] = constant_index.emplace(a.id(), static_cast<uint32_t>(rec.constants.size()));
-    if (added) rec.constants.push_back(a);
-    return Ref{Ref::constant, c->second, 0};
-  };
   std::unordered_multimap<size_t, uint32_t> seen;  // hash -> node index
   for (const array& a : detail::trace_tape(outputs, cut)) {
     const auto* node = a.node();
     RecordedNode rn;
     rn.primitive = a.primitive_ptr();
-    for (const auto& in : a.inputs()) rn.inputs.push_back(ref_of(in));
+    for (const auto& in : a.inputs()) rn.inputs.push_back(refs.of(in));
     rn.multi = !node->outputs.empty();
     std::vector<array> outs = rn.multi ? a.outputs() : std::vector<array>{a};
     for (const auto& o : outs) {
@@ -128,10 +112,10 @@ Record trace(const VecFn& fun, const std::vector<array>& inputs, bool simplify) 
     }
     if (index == rec.nodes.size()) rec.nodes.push_back(std::move(rn));
     for (size_t k = 0; k < outs.size(); ++k) {
-      refs.emplace(outs[k].id(), Ref{Ref::node, index, static_cast<uint32_t>(k)});
+      refs.set(outs[k], Ref{Ref::node, index, static_cast<uint32_t>(k)});
     }
   }
-  for (const auto& o : outputs) rec.outputs.push_back(ref_of(o));
+  for (const auto& o : outputs) rec.outputs.push_back(refs.of(o));
   return rec;
 }
 
@@ -278,14 +262,7 @@ void fuse(Record& rec, const std::vector<array>& inputs) {
 std::vector<array> replay(const Record& rec, const std::vector<array>& inputs) {
   std::vector<std::vector<array>> values(rec.nodes.size());
   auto value = [&](const Ref& r) -> const array& {
-    switch (r.kind) {
-      case Ref::input:
-        return inputs[r.index];
-      case Ref::constant:
-        return rec.constants[r.index];
-      default:
-        return values[r.index][r.position];
-    }
+    return detail::resolve(r, inputs, rec.constants, values);
   };
   for (size_t i = 0; i < rec.nodes.size(); ++i) {
     const auto& n = rec.nodes[i];
@@ -347,22 +324,11 @@ CompileMode compile_mode() { return g_mode.load(); }
 
 std::vector<std::string> detail::graph_primitives(const std::vector<array>& outputs) {
   std::vector<std::string> names;
-  std::unordered_set<const void*> seen;
-  std::vector<std::pair<array, bool>> stack;  // (array, inputs done)
-  for (auto it = outputs.rbegin(); it != outputs.rend(); ++it) stack.emplace_back(*it, false);
-  while (!stack.empty()) {
-    auto [a, done] = stack.back();
-    stack.pop_back();
-    if (!a.has_primitive()) continue;
-    if (done) {
-      std::ostringstream os;
-      a.primitive().print(os);
-      names.push_back(os.str());
-      continue;
-    }
-    if (!seen.insert(a.node()).second) continue;
-    stack.emplace_back(a, true);
-    for (auto it = a.inputs().rbegin(); it != a.inputs().rend(); ++it) stack.emplace_back(*it, false);
+  for (const array& a :
+       graph_nodes(outputs, [](const array& a) { return !a.has_primitive(); })) {
+    std::ostringstream os;
+    a.primitive().print(os);
+    names.push_back(os.str());
   }
   return names;
 }

@@ -48,6 +48,28 @@ std::vector<array> trace_tape(const std::vector<array>& outputs,
   return tape;
 }
 
+std::vector<array> graph_nodes(const std::vector<array>& outputs,
+                               const std::function<bool(const array&)>& leaf) {
+  std::vector<array> nodes;
+  std::unordered_set<const void*> seen;
+  std::vector<std::pair<array, bool>> stack;  // (array, inputs done)
+  for (auto it = outputs.rbegin(); it != outputs.rend(); ++it) stack.emplace_back(*it, false);
+  while (!stack.empty()) {
+    auto [a, done] = stack.back();
+    stack.pop_back();
+    if (leaf(a)) continue;
+    if (done) {
+      nodes.push_back(std::move(a));
+      continue;
+    }
+    if (!seen.insert(a.node()).second) continue;
+    stack.emplace_back(a, true);
+    const auto& ins = a.inputs();
+    for (auto in = ins.rbegin(); in != ins.rend(); ++in) stack.emplace_back(*in, false);
+  }
+  return nodes;
+}
+
 namespace {
 
 class Placeholder : public UnaryPrimitive {

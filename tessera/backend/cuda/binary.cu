@@ -383,14 +383,8 @@ void binary_typed(const array& a, const array& b, array& out, const Op& op, cons
 template <typename Op>
 void binary_op(const array& a, const array& b, array& out, const Op& op, const Primitive& p,
                bool donate = true) {
-  const char* name = p.name();
-  const Stream& s = p.stream();
-  if (out.size() == 0) {
-    gpu::allocate_output(out, s);
-    return;
-  }
-  dispatch_supported<Op>(a.dtype(), name, [&](auto tag) {
-    binary_typed<Op, typename decltype(tag)::type>(a, b, out, op, name, donate, s);
+  gpu::dispatch_elementwise<Op>(a.dtype(), out, p, [&](auto tag) {
+    binary_typed<Op, typename decltype(tag)::type>(a, b, out, op, p.name(), donate, p.stream());
   });
 }
 

@@ -186,4 +186,16 @@ void check_out_dtype(const array& out, const char* family) {
   }
 }
 
+// The outer step of an elementwise op of primitive p: an empty output gets
+// its buffer and no kernel; otherwise f(TypeTag<T>{}) once for the stored type
+// T of the input dtype t (dispatch_supported's error where Op lacks T).
+template <typename Op, typename F>
+void dispatch_elementwise(Dtype t, array& out, const Primitive& p, F&& f) {
+  if (out.size() == 0) {
+    allocate_output(out, p.stream());
+    return;
+  }
+  dispatch_supported<Op>(t, p.name(), f);
+}
+
 }  // namespace tessera::gpu

@@ -13,22 +13,9 @@ namespace {
 
 // The generated code's name for the stored type of dtype t.
 const char* device_type_name(Dtype t) {
-  switch (t.val) {
-    case Dtype::Val::bool_: return "bool";
-    case Dtype::Val::uint8: return "uint8_t";
-    case Dtype::Val::uint16: return "uint16_t";
-    case Dtype::Val::uint32: return "uint32_t";
-    case Dtype::Val::uint64: return "uint64_t";
-    case Dtype::Val::int8: return "int8_t";
-    case Dtype::Val::int16: return "int16_t";
-    case Dtype::Val::int32: return "int32_t";
-    case Dtype::Val::int64: return "int64_t";
-    case Dtype::Val::float16: return "tessera::jit::half";
-    case Dtype::Val::bfloat16: return "tessera::jit::bfloat16";
-    case Dtype::Val::float32: return "float";
-    case Dtype::Val::float64: return "double";
-    case Dtype::Val::complex64: break;
-  }
+  if (const char* name = c_type_name(t)) return name;
+  if (t == float16) return "tessera::jit::half";
+  if (t == bfloat16) return "tessera::jit::bfloat16";
   throw std::logic_error("[compile] dtype " + dtype_name(t) + " in a GPU fused kernel (bug)");
 }
 

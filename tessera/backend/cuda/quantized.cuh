@@ -390,6 +390,30 @@ __device__ __forceinline__ void mma_sub(float (&c)[2][4], const uint32_t (&wd)[k
 
 // Grid (ceil(N / kCols), splits, batches), kWarps warps; Note [Small-M
 // quantized product].
+// The words, scales and biases of weight rows first + step j (j < R) of
+// matrix `batch`; rows at or past N are marked invalid and read row 0's.
+template <typename T, int R>
+struct WeightRows {
+  const uint32_t* w[R];
+  const T* s[R];
+  const T* b[R];
+  bool valid[R];
+
+  __device__ __forceinline__ WeightRows(const uint32_t* words, const T* scales, const T* biases,
+                                        int64_t batch, int64_t first, int step, int64_t N,
+                                        int64_t words_per_row, int64_t groups) {
+#pragma unroll
+    for (int j = 0; j < R; ++j) {
+      const int64_t n = first + int64_t(j) * step;
+      valid[j] = n < N;
+      const int64_t row = batch * N + (valid[j] ? n : 0);
+      w[j] = words + row * words_per_row;
+      s[j] = scales + row * groups;
+      b[j] = biases + row * groups;
+    }
+  }
+};
+
 template <typename T, int B, bool kHigh>
 __global__ void __launch_bounds__(kWarps * 32, 2)
     small_m_kernel(const T* __restrict__ x, const uint32_t* __restrict__ w,
@@ -422,19 +446,8 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
   const int64_t words_per_row = K * B / 32, groups = K / group_size;
   const int64_t n_base = int64_t(blockIdx.x) * kCols + warp * kTiles * 8;
 
-  const uint32_t* wrow[kTiles];
-  const T* srow[kTiles];
-  const T* brow[kTiles];
-  bool valid[kTiles];
-#pragma unroll
-  for (int j = 0; j < kTiles; ++j) {
-    const int64_t n = n_base + j * 8 + g;
-    valid[j] = n < N;
-    const int64_t r = int64_t(batch) * N + (valid[j] ? n : 0);
-    wrow[j] = w + r * words_per_row;
-    srow[j] = scales + r * groups;
-    brow[j] = biases + r * groups;
-  }
+  const WeightRows<T, kTiles> rows(w, scales, biases, batch, n_base + g, 8, N, words_per_row,
+                                   groups);
 
   stage_x<T, B>(xs, rs, x + int64_t(batch) * M * K, K, M, k0, main_len, range);
   __syncthreads();
@@ -450,14 +463,14 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
     T sv[kTiles][SUB], bv[kTiles][SUB];
 #pragma unroll
     for (int j = 0; j < kTiles; ++j) {
-      const uint4* src = reinterpret_cast<const uint4*>(wrow[j] + k * B / 32);
+      const uint4* src = reinterpret_cast<const uint4*>(rows.w[j] + k * B / 32);
 #pragma unroll
-      for (int v = 0; v < V; ++v) wv[j][v] = valid[j] ? __ldg(src + v) : make_uint4(0, 0, 0, 0);
+      for (int v = 0; v < V; ++v) wv[j][v] = rows.valid[j] ? __ldg(src + v) : make_uint4(0, 0, 0, 0);
 #pragma unroll
       for (int sb = 0; sb < SUB; ++sb) {
         const int64_t gi = group_of(k + sb * 32, group_size);
-        sv[j][sb] = valid[j] ? srow[j][gi] : zero;
-        bv[j][sb] = valid[j] ? brow[j][gi] : zero;
+        sv[j][sb] = rows.valid[j] ? rows.s[j][gi] : zero;
+        bv[j][sb] = rows.valid[j] ? rows.b[j][gi] : zero;
       }
     }
 #pragma unroll
@@ -481,11 +494,11 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
       T s1[kTiles], b1[kTiles];
 #pragma unroll
       for (int j = 0; j < kTiles; ++j) {
-        const bool on = valid[j] && k < K;
+        const bool on = rows.valid[j] && k < K;
 #pragma unroll
-        for (int i = 0; i < B; ++i) wd[j][i] = on ? __ldg(wrow[j] + k * B / 32 + i) : 0u;
-        s1[j] = on ? srow[j][group_of(k, group_size)] : zero;
-        b1[j] = on ? brow[j][group_of(k, group_size)] : zero;
+        for (int i = 0; i < B; ++i) wd[j][i] = on ? __ldg(rows.w[j] + k * B / 32 + i) : 0u;
+        s1[j] = on ? rows.s[j][group_of(k, group_size)] : zero;
+        b1[j] = on ? rows.b[j][group_of(k, group_size)] : zero;
       }
       mma_sub<T, B, kHigh>(c, wd, s1, b1, xs, rs, M, g, a * kTailStep + t * 4);
     }
@@ -689,18 +702,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
   if (n0 >= N) return;
   const int64_t chunks = K / 32, words_per_row = K * B / 32, groups = K / group_size;
   const T* xb = x + batch * M * K;
-  const uint32_t* wrow[R];
-  const T* srow[R];
-  const T* brow[R];
-  bool valid[R];
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    valid[r] = n0 + r < N;
-    const int64_t row = batch * N + (valid[r] ? n0 + r : n0);
-    wrow[r] = w + row * words_per_row;
-    srow[r] = scales + row * groups;
-    brow[r] = biases + row * groups;
-  }
+  const WeightRows<T, R> rows(w, scales, biases, batch, n0, 1, N, words_per_row, groups);
   float acc[MM][R];
 #pragma unroll
   for (int m = 0; m < MM; ++m) {
@@ -715,11 +717,11 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
       const int64_t c = c0 + 32 * u;
 #pragma unroll
       for (int r = 0; r < R; ++r) {
-        if (c < chunks && valid[r]) {
-          load_words<B, true>(wrow[r] + c * B, wd[u][r]);
+        if (c < chunks && rows.valid[r]) {
+          load_words<B, true>(rows.w[r] + c * B, wd[u][r]);
           const int64_t gi = group_of(c * 32, group_size);
-          sv[u][r] = mma::to_f(srow[r][gi]);
-          bv[u][r] = mma::to_f(brow[r][gi]);
+          sv[u][r] = mma::to_f(rows.s[r][gi]);
+          bv[u][r] = mma::to_f(rows.b[r][gi]);
         } else {
 #pragma unroll
           for (int i = 0; i < B; ++i) wd[u][r][i] = 0u;
@@ -781,7 +783,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
       float v = acc[m][r];
 #pragma unroll
       for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
-      if (lane == r && m < M && valid[r]) y[(batch * M + m) * N + n0 + r] = mma::from_f<T>(v);
+      if (lane == r && m < M && rows.valid[r]) y[(batch * M + m) * N + n0 + r] = mma::from_f<T>(v);
     }
   }
 }

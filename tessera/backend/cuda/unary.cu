@@ -146,14 +146,8 @@ void unary_typed(const array& in, array& out, const Op& op, const char* name, co
 // backend/common/elementwise.h.
 template <typename Op>
 void unary_op(const array& in, array& out, const Op& op, const Primitive& p) {
-  const char* name = p.name();
-  const Stream& s = p.stream();
-  if (out.size() == 0) {
-    gpu::allocate_output(out, s);
-    return;
-  }
-  dispatch_supported<Op>(in.dtype(), name, [&](auto tag) {
-    unary_typed<Op, typename decltype(tag)::type>(in, out, op, name, s);
+  gpu::dispatch_elementwise<Op>(in.dtype(), out, p, [&](auto tag) {
+    unary_typed<Op, typename decltype(tag)::type>(in, out, op, p.name(), p.stream());
   });
 }
 
