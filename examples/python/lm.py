@@ -25,6 +25,7 @@ import math
 import os
 import time
 from dataclasses import asdict, dataclass, fields
+from functools import partial
 from typing import Optional
 
 import mlx.core as mx
@@ -213,6 +214,12 @@ class Attention(nn.Module):
         return self.o_proj(out.transpose(0, 2, 1, 3).reshape(B, L, -1))
 
 
+@partial(mx.compile, shapeless=True)
+def swiglu(gate, x):
+    """silu(gate) * x, compiled as mlx-lm's models compile it: one fused kernel."""
+    return nn.silu(gate) * x
+
+
 class MLP(nn.Module):
     """SwiGLU: down_proj(silu(gate_proj(x)) * up_proj(x))."""
 
@@ -224,7 +231,7 @@ class MLP(nn.Module):
         self.up_proj = nn.Linear(dim, hidden, bias=bias)
 
     def __call__(self, x):
-        return self.down_proj(nn.silu(self.gate_proj(x)) * self.up_proj(x))
+        return self.down_proj(swiglu(self.gate_proj(x), self.up_proj(x)))
 
 
 class Block(nn.Module):

@@ -71,7 +71,21 @@ size_t hash_node(const RecordedNode& n) {
   return h;
 }
 
+// How many compile traces this thread is inside. A compiled function called
+// within another's trace runs its function as it is: the outer record then
+// holds its primitives, and fusion sees them beside their neighbours (a
+// compiled silu inside a compiled swiglu becomes one fused node, not two).
+thread_local int t_compile_traces = 0;
+
+struct CompileTraceScope {
+  CompileTraceScope() { ++t_compile_traces; }
+  ~CompileTraceScope() { --t_compile_traces; }
+  CompileTraceScope(const CompileTraceScope&) = delete;
+  CompileTraceScope& operator=(const CompileTraceScope&) = delete;
+};
+
 Record trace(const VecFn& fun, const std::vector<array>& inputs, bool simplify) {
+  CompileTraceScope inside;
   Record rec;
   detail::GraphRefs refs(rec.constants);
   std::vector<array> placeholders;
@@ -292,7 +306,7 @@ VecFn compile(VecFn fun, bool /*shapeless: traced again per shape, Note [compile
   auto cache = std::make_shared<Cache>();
   return [fun = std::move(fun), cache](const std::vector<array>& inputs) {
     CompileMode mode = g_mode.load(std::memory_order_relaxed);
-    if (mode == CompileMode::disabled) return fun(inputs);
+    if (mode == CompileMode::disabled || t_compile_traces > 0) return fun(inputs);
     const bool simplify = mode != CompileMode::no_simplify;
     auto key = std::make_pair(signature(inputs), mode);
     std::shared_ptr<const Record> rec;

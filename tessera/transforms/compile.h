@@ -24,7 +24,8 @@
 // In the enabled mode, chains of elementwise ops in the record are fused into
 // one Compiled node each (Note [Fusion] in compile.cpp): one pass over memory
 // on each device. `shapeless` functions are traced again for each new shape
-// (docs/differences.md).
+// (docs/differences.md). A compiled function called while another is traced
+// runs fun itself, so the outer record, and its fusion, see its primitives.
 #pragma once
 
 #include <string>

@@ -94,6 +94,25 @@ def test_activations_are_compiled_into_one_node(rng):
     np.testing.assert_allclose(np.array(g), sig * (1 + x * (1 - sig)), rtol=1e-6, atol=1e-7)
 
 
+def test_a_compiled_function_inside_another_fuses_with_it(rng):
+    # The inner function runs inline during the outer trace: one fused node.
+    inner_traces = []
+
+    def inner(g):
+        inner_traces.append(1)
+        return g * mx.sigmoid(g)
+
+    inner_c = mx.compile(inner, shapeless=True)
+    outer = mx.compile(lambda g, x: inner_c(g) * x, shapeless=True)
+    g, x = rng.standard_normal((2, 6)), rng.standard_normal((2, 6))
+    y = outer(mx.array(g), mx.array(x))
+    assert [p.split("(")[0] for p in mx._graph_primitives([y])] == ["Compiled"]
+    np.testing.assert_allclose(np.array(y), g / (1 + np.exp(-g)) * x, rtol=1e-12)
+    np.testing.assert_allclose(np.array(inner_c(mx.array(g))), g / (1 + np.exp(-g)),
+                               rtol=1e-12)  # alone, it still traces and replays
+    assert len(inner_traces) == 2
+
+
 def test_closures_are_frozen_at_the_trace():
     box = {"scale": mx.array(2.0)}
     cf = mx.compile(lambda x: x * box["scale"])
