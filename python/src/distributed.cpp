@@ -1,8 +1,32 @@
 // The submodule tessera.core.distributed: the global group and the
 // collectives over it; group and stream are keyword-only.
 #include "convert.h"
+#include "tessera/distributed/comm.h"
 
 namespace tessera::python {
+
+namespace {
+
+// Once a process belongs to a job of several, an exception that ends it ends
+// the job (after the usual traceback): the other processes would otherwise
+// wait for it forever in their next collective.
+void end_job_on_uncaught_exceptions() {
+  static bool installed = false;
+  if (installed) return;
+  installed = true;
+  nb::module_ sys = nb::module_::import_("sys");
+  nb::object previous = sys.attr("excepthook");
+  sys.attr("excepthook") = nb::cpp_function([previous](nb::handle type, nb::handle value,
+                                                       nb::handle traceback) {
+    previous(type, value, traceback);
+    nb::module_ s = nb::module_::import_("sys");
+    s.attr("stderr").attr("flush")();
+    s.attr("stdout").attr("flush")();
+    distributed::detail::abort_job(1);
+  });
+}
+
+}  // namespace
 
 void init_distributed(nb::module_& parent) {
   using distributed::Group;
@@ -19,7 +43,9 @@ void init_distributed(nb::module_& parent) {
         "backend"_a = "any", "Whether this build can start that backend ('any', 'mpi', 'ring', "
         "'nccl', 'jaccl').");
   def_named(m, "init", [](bool strict, const std::string& backend, nb::handle) {
-    return distributed::init(strict, backend);
+    Group g = distributed::init(strict, backend);
+    if (g.size() > 1) end_job_on_uncaught_exceptions();
+    return g;
   }, "strict"_a = false, "backend"_a = "any", nb::kw_only(), "all_gather_factory"_a = nb::none(),
         "The global group: this process alone when no backend starts, unless strict.");
   auto kw = nb::kw_only();

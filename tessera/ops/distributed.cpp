@@ -2,6 +2,11 @@
 
 #include <stdexcept>
 
+#include "tessera/core/device.h"
+#include "tessera/distributed/comm.h"
+#include "tessera/ops/creation.h"
+#include "tessera/ops/primitives/distributed.h"
+#include "tessera/ops/shape.h"
 #include "tessera/ops/utils.h"
 
 namespace tessera::distributed {
@@ -19,10 +24,9 @@ void check_backend(const char* op, const std::string& backend) {
 }
 
 // Note [Singleton group]
-// Without a backend every group is this process alone: a collective over it is
-// its input (MLX returns the input array itself), and a point-to-point
-// operation has no peer to talk to. Every group is of that kind here (init is
-// Group's only maker).
+// A group of this process alone (no backend, or a split down to one) needs no
+// communication: a collective over it is its input (MLX returns the input
+// array itself), and a point-to-point operation has no peer to talk to.
 array collective(const array& x, StreamOrDevice s) {
   to_stream(s);  // an unavailable device is still an error
   return x;
@@ -32,53 +36,133 @@ array collective(const array& x, StreamOrDevice s) {
   throw_invalid(op, std::string("cannot ") + verb + " a singleton group (size 1)");
 }
 
-}  // namespace
+Group group_or_world(const std::optional<Group>& group) { return group ? *group : init(); }
 
-Group Group::split(int, int) const {
-  throw std::runtime_error(
-      "[distributed::Group::split] cannot split the group further: it holds one process");
+// The stream communication runs on: the CPU's (Note [Communicators]); the
+// given stream or device is checked all the same.
+Stream comm_stream(StreamOrDevice s) {
+  Stream st = to_stream(s);
+  return st.device.type == Device::cpu ? st : default_stream(Device(Device::cpu));
 }
 
-bool is_available() { return false; }
+// An elementwise reduction over the processes; dtypes MPI lacks go through
+// float32 (bool, float16, bfloat16: exact for them).
+array reduce(const char* op, Communication c, const array& x, const std::optional<Group>& group,
+             StreamOrDevice s) {
+  Group g = group_or_world(group);
+  if (g.size() == 1) return collective(x, s);
+  if (c != Communication::all_sum && x.dtype() == complex64) {
+    throw_invalid(op, "complex64 values have no order");
+  }
+  Stream st = comm_stream(s);
+  if (x.dtype() == bool_ || x.dtype() == float16 || x.dtype() == bfloat16) {
+    return astype(reduce(op, c, astype(x, float32, st), g, st), x.dtype(), st);
+  }
+  return array(x.shape(), x.dtype(), std::make_shared<Distributed>(st, c, g.comm()), {x});
+}
+
+// The peer rank of a point-to-point operation, checked against the group.
+int checked_peer(const char* op, const char* what, int peer, const Group& g) {
+  if (g.size() == 1) no_peer(op, std::string(what) == "dst" ? "send to" : "recv from");
+  if (peer < 0 || peer >= g.size() || peer == g.rank()) {
+    throw_invalid(op, std::string(what) + " " + std::to_string(peer) + " is not another rank of " +
+                          "the group (ranks 0 to " + std::to_string(g.size() - 1) +
+                          ", this one " + std::to_string(g.rank()) + ")");
+  }
+  return peer;
+}
+
+}  // namespace
+
+Group Group::split(int color, int key) const {
+  if (!comm_) {
+    throw std::runtime_error(
+        "[distributed::Group::split] cannot split the group further: it holds one process");
+  }
+  auto sub = comm_->split(color, key < 0 ? rank_ : key);
+  return Group(sub->rank(), sub->size(), sub->size() > 1 ? sub : nullptr);
+}
+
+bool is_available() { return detail::mpi_available(); }
 
 bool is_available(const std::string& backend) {
   check_backend("distributed::is_available", backend);
-  return false;
+  return (backend == "any" || backend == "mpi") && detail::mpi_available();
 }
 
 Group init(bool strict, const std::string& backend) {
   check_backend("distributed::init", backend);
+  if (backend == "any" || backend == "mpi") {
+    if (auto world = detail::mpi_world()) {
+      return Group(world->rank(), world->size(), world->size() > 1 ? world : nullptr);
+    }
+  }
   if (strict) {
+    const std::string which =
+        backend == "any" ? std::string("any backend") : "the " + backend + " backend";
     throw std::runtime_error(
-        "[distributed::init] couldn't initialize " +
-        (backend == "any" ? std::string("any backend") : "the " + backend + " backend") +
-        ": this build has no communication backend");
+        "[distributed::init] couldn't initialize " + which +
+        (backend == "any" || backend == "mpi"
+             ? std::string(": MPI needs an MPI library (Open MPI's libmpi.so.40) and a process "
+                           "started by mpirun")
+             : std::string(": this build has no ") + backend + " backend"));
   }
   return Group(0, 1);
 }
 
-array all_sum(const array& x, std::optional<Group>, StreamOrDevice s) {
-  return collective(x, s);
+array all_sum(const array& x, std::optional<Group> group, StreamOrDevice s) {
+  return reduce("distributed::all_sum", Communication::all_sum, x, group, s);
 }
-array all_max(const array& x, std::optional<Group>, StreamOrDevice s) {
-  return collective(x, s);
+array all_max(const array& x, std::optional<Group> group, StreamOrDevice s) {
+  return reduce("distributed::all_max", Communication::all_max, x, group, s);
 }
-array all_min(const array& x, std::optional<Group>, StreamOrDevice s) {
-  return collective(x, s);
-}
-array all_gather(const array& x, std::optional<Group>, StreamOrDevice s) {
-  return collective(x, s);
-}
-array sum_scatter(const array& x, std::optional<Group>, StreamOrDevice s) {
-  return collective(x, s);
+array all_min(const array& x, std::optional<Group> group, StreamOrDevice s) {
+  return reduce("distributed::all_min", Communication::all_min, x, group, s);
 }
 
-array send(const array&, int, std::optional<Group>, StreamOrDevice) {
-  no_peer("distributed::send", "send to");
+array all_gather(const array& x, std::optional<Group> group, StreamOrDevice s) {
+  Group g = group_or_world(group);
+  if (g.size() == 1) return collective(x, s);
+  Stream st = comm_stream(s);
+  const array in = x.ndim() == 0 ? reshape(x, {1}, st) : x;
+  Shape shape = in.shape();
+  shape[0] *= g.size();
+  return array(shape, x.dtype(), std::make_shared<Distributed>(st, Communication::all_gather,
+                                                               g.comm()), {in});
 }
 
-array recv(Shape, Dtype, int, std::optional<Group>, StreamOrDevice) {
-  no_peer("distributed::recv", "recv from");
+array sum_scatter(const array& x, std::optional<Group> group, StreamOrDevice s) {
+  Group g = group_or_world(group);
+  if (g.size() == 1) return collective(x, s);
+  if (x.ndim() == 0 || x.shape()[0] % g.size() != 0) {
+    throw_invalid("distributed::sum_scatter",
+                  "the first axis (" + (x.ndim() ? std::to_string(x.shape()[0]) : "none") +
+                      ") must split evenly over the " + std::to_string(g.size()) + " processes");
+  }
+  Stream st = comm_stream(s);
+  if (x.dtype() == bool_ || x.dtype() == float16 || x.dtype() == bfloat16) {
+    return astype(sum_scatter(astype(x, float32, st), g, st), x.dtype(), st);
+  }
+  Shape shape = x.shape();
+  shape[0] /= g.size();
+  return array(shape, x.dtype(), std::make_shared<Distributed>(st, Communication::sum_scatter,
+                                                               g.comm()), {x});
+}
+
+array send(const array& x, int dst, std::optional<Group> group, StreamOrDevice s) {
+  Group g = group_or_world(group);
+  checked_peer("distributed::send", "dst", dst, g);
+  Stream st = comm_stream(s);
+  return array(x.shape(), x.dtype(),
+               std::make_shared<Distributed>(st, Communication::send, g.comm(), dst), {x});
+}
+
+array recv(Shape shape, Dtype dtype, int src, std::optional<Group> group, StreamOrDevice s) {
+  Group g = group_or_world(group);
+  checked_peer("distributed::recv", "src", src, g);
+  Stream st = comm_stream(s);
+  return array(std::move(shape), dtype,
+               std::make_shared<Distributed>(st, Communication::recv, g.comm(), src), {});
 }
 
 array recv_like(const array& x, int src, std::optional<Group> group, StreamOrDevice s) {

@@ -3,18 +3,26 @@
 //   auto group = distributed::init();          // the global group
 //   auto total = distributed::all_sum(grads);  // summed over every process
 //
-// This build has no communication backend: init() returns the group of this
-// process alone (rank 0, size 1), as MLX does when no backend can start. Over
-// it the collectives are the identity, and point-to-point operations, which
-// need a peer, throw.
+// init() joins the MPI job this process was started in (mpirun -np N ...)
+// when an MPI library can be loaded (Note [Communicators] in
+// distributed/comm.h); otherwise it returns the group of this process alone
+// (rank 0, size 1), as MLX does when no backend can start. Over a group of one
+// the collectives are the identity, and point-to-point operations, which need
+// a peer, throw. The collectives are lazy: evaluating their result
+// communicates, on the CPU (the GPU has no communication backend yet).
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "tessera/core/array.h"
 
 namespace tessera::distributed {
+
+namespace detail {
+class Comm;
+}
 
 // A set of processes that communicate; this process's rank within it.
 class Group {
@@ -24,22 +32,27 @@ class Group {
   // Sub-groups of the processes that pass the same color, ranked by key
   // (a negative key keeps the current rank's order).
   Group split(int color, int key = -1) const;
+  // How its processes talk; nullptr for a group of this process alone.
+  const std::shared_ptr<detail::Comm>& comm() const { return comm_; }
 
  private:
   friend Group init(bool strict, const std::string& backend);
-  Group(int rank, int size) : rank_(rank), size_(size) {}
+  Group(int rank, int size, std::shared_ptr<detail::Comm> comm = nullptr)
+      : rank_(rank), size_(size), comm_(std::move(comm)) {}
   int rank_;
   int size_;
+  std::shared_ptr<detail::Comm> comm_;
 };
 
 // Whether any backend (or the named one: "any", "mpi", "ring", "nccl",
-// "jaccl") can be started by this build.
+// "jaccl") can be started here: MPI where its library loads.
 bool is_available();
 bool is_available(const std::string& backend);
 
-// The global group. With no backend available: the group of this process alone,
-// or std::runtime_error when `strict`. Unknown backend names throw
-// std::invalid_argument.
+// The global group: the MPI job's (backend "any" or "mpi") when this process
+// was started by an MPI launcher and MPI loads. Otherwise the group of this
+// process alone, or std::runtime_error when `strict`. Unknown backend names
+// throw std::invalid_argument.
 Group init(bool strict = false, const std::string& backend = "any");
 
 // Elementwise sum / max / min of x over the processes of the group (default:
