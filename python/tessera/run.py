@@ -23,6 +23,10 @@ def main(argv=None):
         print("usage:\n" + _USAGE, file=sys.stdout if argv else sys.stderr)
         return 0 if argv else 2
     mlx_alias.install()
+    if os.environ.get("TESSERA_LINE_BUFFERED"):
+        # Under tessera.launch: whole lines reach mpirun, which tags each with its rank.
+        for stream in (sys.stdout, sys.stderr):
+            stream.reconfigure(line_buffering=True, write_through=False)
     if argv[0] in ("-m", "-c"):
         if len(argv) < 2:
             print(f"tessera.run: {argv[0]} needs an argument\nusage:\n{_USAGE}", file=sys.stderr)

@@ -164,6 +164,41 @@ def tensor_parallel():
     np.testing.assert_allclose(np.array(sb(sa(x))), want, rtol=1e-5, atol=1e-5)
 
 
+def fully_sharded():
+    # Each rank keeps its rows of every parameter; forward gathers them, the
+    # gradients come back as this rank's rows of their mean over the group.
+    def make():
+        mx.random.seed(4)
+        return nn.Linear(3, 2 * size)
+
+    def xs(r):
+        return mx.array(value_of(r, (4, 3), np.float32) / 4)
+
+    def loss(m, x):
+        return m(x).square().sum()
+
+    full = make()
+    want_out = np.array(full(xs(rank)))
+    per_rank = [dict(tree_flatten(nn.value_and_grad(full, lambda x: loss(full, x))(xs(r))[1]))
+                for r in range(size)]
+    sharded = dist_layers.fully_shard(make())
+    np.testing.assert_allclose(np.array(sharded(xs(rank))), want_out, rtol=1e-5, atol=1e-6)
+    grads = dict(tree_flatten(nn.value_and_grad(sharded, lambda x: loss(sharded, x))(xs(rank))[1]))
+    for path, g in grads.items():
+        key = next(k for k in per_rank[0] if path.endswith(k))
+        mean = np.mean([np.array(p[key]) for p in per_rank], axis=0)
+        rows = mean.shape[0] // size
+        np.testing.assert_allclose(np.array(g), mean[rank * rows:(rank + 1) * rows], rtol=1e-5,
+                                   atol=1e-6, err_msg=path)
+    # The global norm of gradients sharded over the group.
+    local = {"w": mx.array(value_of(rank, (3,), np.float32))}
+    norm = np.sqrt(sum((value_of(r, (3,), np.float32) ** 2).sum() for r in range(size)))
+    clipped, total = nn.utils.clip_grad_norm_sharded(local, max_norm=1.0)
+    np.testing.assert_allclose(total.item(), norm, rtol=1e-6)
+    np.testing.assert_allclose(np.array(clipped["w"]),
+                               value_of(rank, (3,), np.float32) / (norm + 1e-6), rtol=1e-5)
+
+
 mode = sys.argv[1] if len(sys.argv) > 1 else "all"
 if mode == "fail":
     if rank == size - 1:
@@ -176,4 +211,5 @@ else:
     gradients()
     data_parallel()
     tensor_parallel()
+    fully_sharded()
 print(f"ok {rank}", flush=True)

@@ -3,12 +3,15 @@
 every collective on every dtype and shape edge, a send/recv ring, split groups,
 the collectives' gradients, data-parallel training against one process on the
 whole batch and tensor-parallel linear layers against the unsharded ones; and a
-job one of whose processes fails, which must end at once with its error."""
+job one of whose processes fails, which must end at once with its error; and
+the launcher, python -m tessera.launch, with MLX's options, running an MLX
+program unchanged."""
 
 import os
 import shutil
 import subprocess
 import sys
+import textwrap
 
 import pytest
 
@@ -41,3 +44,52 @@ def test_a_failing_process_ends_the_job():
     assert r.returncode != 0
     assert "rank 1 stops on purpose" in r.stderr
     assert "ok 0" not in r.stdout
+
+
+MLX_PROGRAM = textwrap.dedent("""
+    import os
+    import mlx.core as mx
+    g = mx.distributed.init()
+    total = mx.distributed.all_sum(mx.array([g.rank() + 1.0])).item()
+    print("rank", g.rank(), "of", g.size(), "sum", total, os.environ.get("TESSERA_TEST_ENV"))
+""")
+
+
+def launch(*args, timeout=120):
+    cmd = [sys.executable, "-m", "tessera.launch", *map(str, args)]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=ENV)
+
+
+def test_launch_runs_an_mlx_program_on_every_process(tmp_path):
+    program = tmp_path / "program.py"
+    program.write_text(MLX_PROGRAM)
+    r = launch("-n", 3, "--env", "TESSERA_TEST_ENV=seen", program)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = sorted(line for line in r.stdout.splitlines() if "<stdout>:" in line)
+    assert lines == [f"[1,{i}]<stdout>:rank {i} of 3 sum 6.0 seen" for i in range(3)]
+
+
+def test_launch_reads_an_mlx_hostfile(tmp_path):
+    program = tmp_path / "program.py"
+    program.write_text(MLX_PROGRAM)
+    hostfile = tmp_path / "hosts.json"
+    hostfile.write_text('{"backend": "mpi", "envs": ["TESSERA_TEST_ENV=file"], '
+                        '"hosts": [{"ssh": "localhost"}, {"ssh": "localhost"}]}')
+    r = launch("--hostfile", hostfile, program)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert sorted(line.split(":", 1)[1] for line in r.stdout.splitlines() if "<stdout>:" in line) \
+        == [f"rank {i} of 2 sum 3.0 file" for i in range(2)]
+
+
+def test_launch_refuses_what_it_cannot_run(tmp_path):
+    r = launch("--backend", "ring", "x.py")
+    assert r.returncode == 2 and "ring backend is not available" in r.stderr
+    r = launch("-n", 2)
+    assert r.returncode == 2 and "no program" in r.stderr
+    r = launch("--hostfile", tmp_path / "missing.json", "x.py")
+    assert r.returncode == 2 and "cannot read the hostfile" in r.stderr
+    r = launch("-n", 0, "x.py")
+    assert r.returncode == 2
+    r = launch("--print-python")
+    assert r.returncode == 0
+    assert os.path.realpath(r.stdout.strip()) == os.path.realpath(sys.executable)
