@@ -212,4 +212,5 @@ else:
     data_parallel()
     tensor_parallel()
     fully_sharded()
-print(f"ok {rank}", flush=True)
+sys.stdout.write(f"ok {rank}\n")  # one write: mpirun forwards the ranks' writes as they come
+sys.stdout.flush()
