@@ -45,14 +45,15 @@ def _hosts_from_file(path):
         raise ValueError(f"cannot read the hostfile {path}: {e}") from e
 
 
-def command_line(args, program):
-    """The mpirun command for the parsed options and the program's words."""
+def command_line(args, hosts, program):
+    """The mpirun command for the parsed options, one host name per process and
+    the program's words."""
     mpirun = shutil.which("mpirun")
     if mpirun is None:
         raise RuntimeError("mpirun is not installed (Open MPI: apt-get install openmpi-bin)")
     if program[0].endswith(".py"):
         program = [args.python or sys.executable, "-m", "tessera.run", *program]
-    slots = Counter(args.hosts_list)
+    slots = Counter(hosts)
     cmd = [mpirun, "--tag-output"]
     if len(slots) == 1 and next(iter(slots)) in ("127.0.0.1", "localhost"):
         cmd += ["-np", str(sum(slots.values())), "--oversubscribe"]
@@ -103,7 +104,6 @@ def main(argv=None):
                 raise ValueError("a host name cannot be empty")
     except ValueError as e:
         parser.error(str(e))
-    args.hosts_list = [h for h in hosts for _ in range(args.repeat_hosts)]
     backend = args.backend or "mpi"
     if backend != "mpi":
         parser.error(f"the {backend} backend is not available in Tessera; use --backend mpi")
@@ -112,7 +112,7 @@ def main(argv=None):
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     try:
-        cmd = command_line(args, rest)
+        cmd = command_line(args, [h for h in hosts for _ in range(args.repeat_hosts)], rest)
     except RuntimeError as e:
         parser.error(str(e))
     if args.verbose:

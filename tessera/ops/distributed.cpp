@@ -45,8 +45,10 @@ Stream comm_stream(StreamOrDevice s) {
   return st.device.type == Device::cpu ? st : default_stream(Device(Device::cpu));
 }
 
-// An elementwise reduction over the processes; dtypes MPI lacks go through
-// float32 (bool, float16, bfloat16: exact for them).
+// Dtypes MPI has no arithmetic for: their sums go through float32 (exact for them).
+bool through_float32(Dtype t) { return t == bool_ || t == float16 || t == bfloat16; }
+
+// An elementwise reduction over the processes.
 array reduce(const char* op, Communication c, const array& x, const std::optional<Group>& group,
              StreamOrDevice s) {
   Group g = group_or_world(group);
@@ -55,15 +57,16 @@ array reduce(const char* op, Communication c, const array& x, const std::optiona
     throw_invalid(op, "complex64 values have no order");
   }
   Stream st = comm_stream(s);
-  if (x.dtype() == bool_ || x.dtype() == float16 || x.dtype() == bfloat16) {
+  if (through_float32(x.dtype())) {
     return astype(reduce(op, c, astype(x, float32, st), g, st), x.dtype(), st);
   }
-  return array(x.shape(), x.dtype(), std::make_shared<Distributed>(st, c, g.comm()), {x});
+  return communicate(st, c, g.comm(), x);
 }
 
-// The peer rank of a point-to-point operation, checked against the group.
-int checked_peer(const char* op, const char* what, int peer, const Group& g) {
-  if (g.size() == 1) no_peer(op, std::string(what) == "dst" ? "send to" : "recv from");
+// The peer rank of a point-to-point operation (`what` it is, `verb` what the
+// operation does with it), checked against the group.
+int checked_peer(const char* op, const char* what, const char* verb, int peer, const Group& g) {
+  if (g.size() == 1) no_peer(op, verb);
   if (peer < 0 || peer >= g.size() || peer == g.rank()) {
     throw_invalid(op, std::string(what) + " " + std::to_string(peer) + " is not another rank of " +
                           "the group (ranks 0 to " + std::to_string(g.size() - 1) +
@@ -124,11 +127,8 @@ array all_gather(const array& x, std::optional<Group> group, StreamOrDevice s) {
   Group g = group_or_world(group);
   if (g.size() == 1) return collective(x, s);
   Stream st = comm_stream(s);
-  const array in = x.ndim() == 0 ? reshape(x, {1}, st) : x;
-  Shape shape = in.shape();
-  shape[0] *= g.size();
-  return array(shape, x.dtype(), std::make_shared<Distributed>(st, Communication::all_gather,
-                                                               g.comm()), {in});
+  return communicate(st, Communication::all_gather, g.comm(),
+                     x.ndim() == 0 ? reshape(x, {1}, st) : x);
 }
 
 array sum_scatter(const array& x, std::optional<Group> group, StreamOrDevice s) {
@@ -140,26 +140,21 @@ array sum_scatter(const array& x, std::optional<Group> group, StreamOrDevice s) 
                       ") must split evenly over the " + std::to_string(g.size()) + " processes");
   }
   Stream st = comm_stream(s);
-  if (x.dtype() == bool_ || x.dtype() == float16 || x.dtype() == bfloat16) {
+  if (through_float32(x.dtype())) {
     return astype(sum_scatter(astype(x, float32, st), g, st), x.dtype(), st);
   }
-  Shape shape = x.shape();
-  shape[0] /= g.size();
-  return array(shape, x.dtype(), std::make_shared<Distributed>(st, Communication::sum_scatter,
-                                                               g.comm()), {x});
+  return communicate(st, Communication::sum_scatter, g.comm(), x);
 }
 
 array send(const array& x, int dst, std::optional<Group> group, StreamOrDevice s) {
   Group g = group_or_world(group);
-  checked_peer("distributed::send", "dst", dst, g);
-  Stream st = comm_stream(s);
-  return array(x.shape(), x.dtype(),
-               std::make_shared<Distributed>(st, Communication::send, g.comm(), dst), {x});
+  checked_peer("distributed::send", "dst", "send to", dst, g);
+  return communicate(comm_stream(s), Communication::send, g.comm(), x, dst);
 }
 
 array recv(Shape shape, Dtype dtype, int src, std::optional<Group> group, StreamOrDevice s) {
   Group g = group_or_world(group);
-  checked_peer("distributed::recv", "src", src, g);
+  checked_peer("distributed::recv", "src", "recv from", src, g);
   Stream st = comm_stream(s);
   return array(std::move(shape), dtype,
                std::make_shared<Distributed>(st, Communication::recv, g.comm(), src), {});

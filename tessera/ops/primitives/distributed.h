@@ -32,4 +32,17 @@ class Distributed : public UnaryPrimitive {
   int peer_;  // send's destination, recv's source
 };
 
+// The result of op over comm for input x: x's shape, with axis 0 times the
+// group's size for all_gather and divided by it for sum_scatter. (recv, which
+// has no input, is made by distributed::recv.)
+inline array communicate(Stream s, Communication op,
+                         std::shared_ptr<distributed::detail::Comm> comm, const array& x,
+                         int peer = -1) {
+  Shape shape = x.shape();
+  if (op == Communication::all_gather) shape[0] *= comm->size();
+  if (op == Communication::sum_scatter) shape[0] /= comm->size();
+  return array(std::move(shape), x.dtype(),
+               std::make_shared<Distributed>(s, op, std::move(comm), peer), {x});
+}
+
 }  // namespace tessera

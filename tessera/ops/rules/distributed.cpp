@@ -13,14 +13,6 @@ namespace tessera {
 
 namespace {
 
-array same_op(const Distributed& p, Communication op, const array& x) {
-  Shape shape = x.shape();
-  const int n = p.comm()->size();
-  if (op == Communication::all_gather) shape[0] *= n;
-  if (op == Communication::sum_scatter) shape[0] /= n;
-  return array(shape, x.dtype(), std::make_shared<Distributed>(p.stream(), op, p.comm()), {x});
-}
-
 [[noreturn]] void no_rule(const Distributed& p, const char* rule) {
   throw std::invalid_argument(std::string("[") + p.name() + "] has no " + rule + " rule");
 }
@@ -42,7 +34,7 @@ std::vector<array> Distributed::vjp(const std::vector<array>&,
       return {slice(c, start, stop, stream())};
     }
     case Communication::sum_scatter:
-      return {same_op(*this, Communication::all_gather, c)};
+      return {communicate(stream(), Communication::all_gather, comm_, c)};
     default:
       no_rule(*this, "vjp");
   }
@@ -54,7 +46,7 @@ std::vector<array> Distributed::jvp(const std::vector<array>&, const std::vector
     case Communication::all_sum:
     case Communication::all_gather:
     case Communication::sum_scatter:
-      return {same_op(*this, op_, tangents[0])};
+      return {communicate(stream(), op_, comm_, tangents[0])};
     default:
       no_rule(*this, "jvp");
   }
@@ -66,11 +58,11 @@ std::pair<std::vector<array>, std::vector<int>> Distributed::vmap(
     case Communication::all_sum:
     case Communication::all_max:
     case Communication::all_min:
-      return {{same_op(*this, op_, inputs[0])}, {axes[0]}};
+      return {{communicate(stream(), op_, comm_, inputs[0])}, {axes[0]}};
     case Communication::all_gather:
     case Communication::sum_scatter: {
       array x = axes[0] < 0 ? inputs[0] : moveaxis(inputs[0], axes[0], 1, stream());
-      return {{same_op(*this, op_, x)}, {axes[0] < 0 ? -1 : 1}};
+      return {{communicate(stream(), op_, comm_, x)}, {axes[0] < 0 ? -1 : 1}};
     }
     default:
       no_rule(*this, "vmap");
