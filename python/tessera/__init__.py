@@ -6,9 +6,44 @@
     print(b.item())
 """
 
+import os
 import sys
 
-from . import core
+
+def _find_nccl():
+    """NCCL's library as pip installs it (the nvidia-nccl package that PyTorch and
+    JAX bring, not on the loader's path): named in TESSERA_NCCL_LIBRARY, which the
+    NCCL backend loads (Note [Communicators] in distributed/comm.h)."""
+    if "TESSERA_NCCL_LIBRARY" in os.environ:
+        return
+    for root in sys.path:
+        path = os.path.join(root or ".", "nvidia", "nccl", "lib", "libnccl.so.2")
+        if os.path.isfile(path):
+            os.environ["TESSERA_NCCL_LIBRARY"] = path
+            return
+
+
+def _gpu_of_local_rank():
+    """A process of an NCCL job (tessera.launch --backend nccl) takes the GPU of
+    its rank on its host: the one GPU the process then sees (the GPU backend
+    drives the first it sees), chosen before CUDA starts."""
+    if os.environ.get("TESSERA_DISTRIBUTED_BACKEND") != "nccl":
+        return
+    local = os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK", os.environ.get("MPI_LOCALRANKID"))
+    if local is None:
+        return
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    gpus = visible.split(",") if visible else None
+    if gpus is None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = local
+    elif int(local) < len(gpus):
+        os.environ["CUDA_VISIBLE_DEVICES"] = gpus[int(local)]
+
+
+_find_nccl()
+_gpu_of_local_rank()
+
+from . import core  # noqa: E402
 from . import _transforms
 
 # The native submodules importable by name too (import tessera.core.linalg).

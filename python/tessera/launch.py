@@ -1,6 +1,8 @@
-"""Starts a program on several processes, as MLX's ``mlx.launch`` does, over the
-MPI backend (the one Tessera has): ``mpirun`` runs each process, which finds its
-group with ``mx.distributed.init()``.
+"""Starts a program on several processes, as MLX's ``mlx.launch`` does:
+``mpirun`` runs each process, which finds its group with
+``mx.distributed.init()``. With ``--backend mpi`` (the default) the group
+communicates over MPI; with ``--backend nccl`` over NCCL, one GPU a process
+(the i-th process of a host takes its i-th GPU), MPI only starting it.
 
     python -m tessera.launch -n 4 train.py --lr 0.1      # four processes here
     python -m tessera.launch --hosts a,b -n 2 train.py   # two on each of two hosts
@@ -11,7 +13,7 @@ MLX program (``import mlx.core as mx``) runs unchanged; any other command runs
 as it is. Each line of output carries its rank (``[1,0]<stdout>:``). When one
 process fails the job ends on every host (Note [Communicators] in
 tessera/distributed/comm.h). The options are MLX's; those of its other backends
-(ring, nccl, jaccl) are refused with the reason."""
+(ring, jaccl) are refused with the reason."""
 
 import argparse
 import json
@@ -61,7 +63,7 @@ def command_line(args, hosts, program):
         cmd += ["--host", ",".join(f"{h}:{n}" for h, n in slots.items())]
     if args.cwd:
         cmd += ["-wdir", args.cwd]
-    for e in [*args.env, "TESSERA_LINE_BUFFERED"]:
+    for e in [*args.env, "TESSERA_LINE_BUFFERED", "TESSERA_DISTRIBUTED_BACKEND"]:
         cmd += ["-x", e]
     for a in args.mpi_arg:
         cmd += shlex.split(a)
@@ -78,7 +80,7 @@ def main(argv=None):
     parser.add_argument("--repeat-hosts", "-n", type=_positive, default=1,
                         help="processes on each host")
     parser.add_argument("--hostfile", help="an MLX hostfile (JSON)")
-    parser.add_argument("--backend", help="the distributed backend (mpi)")
+    parser.add_argument("--backend", help="the distributed backend (mpi or nccl)")
     parser.add_argument("--env", action="append", default=[],
                         help="VAR=value for every process (repeatable)")
     parser.add_argument("--mpi-arg", action="append", default=[],
@@ -105,9 +107,11 @@ def main(argv=None):
     except ValueError as e:
         parser.error(str(e))
     backend = args.backend or "mpi"
-    if backend != "mpi":
-        parser.error(f"the {backend} backend is not available in Tessera; use --backend mpi")
-    env = dict(os.environ, TESSERA_LINE_BUFFERED="1")  # tessera.run: one write a line
+    if backend not in ("mpi", "nccl"):
+        parser.error(f"the {backend} backend is not available in Tessera; use --backend mpi "
+                     "or nccl")
+    # tessera.run: one write a line; init() takes the backend named here.
+    env = dict(os.environ, TESSERA_LINE_BUFFERED="1", TESSERA_DISTRIBUTED_BACKEND=backend)
     if hasattr(os, "geteuid") and os.geteuid() == 0:  # Open MPI asks root to confirm
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")

@@ -218,6 +218,10 @@ class array {
 
   // Scheduling state (used by eval).
   void set_status(ArrayStatus s) { desc_->status.store(s, std::memory_order_release); }
+  // Blocks while the status is still s (std::atomic::wait); a status change
+  // wakes the waiters through notify_status.
+  void wait_status_change(ArrayStatus s) const { desc_->status.wait(s, std::memory_order_acquire); }
+  void notify_status() { desc_->status.notify_all(); }
   void set_error(std::exception_ptr e) { desc_->error = std::move(e); }
   const std::exception_ptr& error() const { return desc_->error; }
 

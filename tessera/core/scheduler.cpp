@@ -213,36 +213,18 @@ void wait_for(int stream_index, uint64_t seq) {
 }
 int current_stream_index() { return tl_stream_index; }
 
-// Threads waiting for arrays sleep on one condition variable, woken when any
-// array becomes available while one of them waits (rare: most waits are for
-// tasks that have run already). The waiter count and the status are read
-// each after writing the other, in one total order (seq_cst): either the
-// setter sees the waiter and notifies under the mutex, or the waiter sees the
-// status.
-namespace {
-std::mutex g_wait_mutex;
-std::condition_variable g_wait_cv;
-std::atomic<int> g_waiters{0};
-}  // namespace
-
+// A thread waiting for an array sleeps on the array's own status word
+// (std::atomic::wait): becoming available wakes only the threads that wait for
+// that array, and costs no system call when none does.
 void set_available(array& a) {
   a.set_status(ArrayStatus::available);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (g_waiters.load(std::memory_order_seq_cst) > 0) {
-    std::lock_guard l(g_wait_mutex);
-    g_wait_cv.notify_all();
-  }
+  a.notify_status();
 }
 
 void wait_available(const array& a) {
-  if (a.status() == ArrayStatus::available) return;
-  g_waiters.fetch_add(1, std::memory_order_seq_cst);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  {
-    std::unique_lock l(g_wait_mutex);
-    g_wait_cv.wait(l, [&] { return a.status() == ArrayStatus::available; });
+  for (ArrayStatus s = a.status(); s != ArrayStatus::available; s = a.status()) {
+    a.wait_status_change(s);
   }
-  g_waiters.fetch_sub(1, std::memory_order_relaxed);
 }
 
 bool begin_inline(const Stream& s) {

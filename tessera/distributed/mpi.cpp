@@ -134,32 +134,34 @@ class MpiComm : public Comm {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
-  void all_reduce(const void* in, void* out, int64_t count, Dtype t, ReduceOp op) override {
+  void all_reduce(const void* in, void* out, int64_t count, Dtype t, ReduceOp op,
+                  void*) override {
     std::lock_guard l(m_.mutex);
     Handle mop = op == ReduceOp::sum ? m_.op_sum : op == ReduceOp::max ? m_.op_max : m_.op_min;
     check(m_, m_.Allreduce(in, out, as_count(count, "all_reduce"), type(t), mop, comm_),
           "MPI_Allreduce");
   }
-  void all_gather(const void* in, void* out, int64_t bytes) override {
+  void all_gather(const void* in, void* out, int64_t bytes, void*) override {
     std::lock_guard l(m_.mutex);
     const int n = as_count(bytes, "all_gather");
     check(m_, m_.Allgather(in, n, m_.byte, out, n, m_.byte, comm_), "MPI_Allgather");
   }
-  void sum_scatter(const void* in, void* out, int64_t count, Dtype t) override {
+  void sum_scatter(const void* in, void* out, int64_t count, Dtype t, void*) override {
     std::lock_guard l(m_.mutex);
     check(m_, m_.Reduce_scatter_block(in, out, as_count(count, "sum_scatter"), type(t), m_.op_sum,
                                       comm_),
           "MPI_Reduce_scatter_block");
   }
-  void send(const void* data, int64_t bytes, int dst) override {
+  void send(const void* data, int64_t bytes, int dst, void*) override {
     std::lock_guard l(m_.mutex);
     check(m_, m_.Send(data, as_count(bytes, "send"), m_.byte, dst, 0, comm_), "MPI_Send");
   }
-  void recv(void* data, int64_t bytes, int src) override {
+  void recv(void* data, int64_t bytes, int src, void*) override {
     // Not under the mutex: a blocking receive would hold every other call
     // (the matching send of another thread among them).
     check(m_, m_.Recv(data, as_count(bytes, "recv"), m_.byte, src, 0, comm_, nullptr), "MPI_Recv");
   }
+  bool reduces(Dtype t) const override { return m_.types[static_cast<int>(t.val)] != nullptr; }
   std::shared_ptr<Comm> split(int color, int key) override {
     std::lock_guard l(m_.mutex);
     Handle sub = nullptr;

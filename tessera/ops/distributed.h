@@ -4,12 +4,13 @@
 //   auto total = distributed::all_sum(grads);  // summed over every process
 //
 // init() joins the MPI job this process was started in (mpirun -np N ...)
-// when an MPI library can be loaded (Note [Communicators] in
-// distributed/comm.h); otherwise it returns the group of this process alone
-// (rank 0, size 1), as MLX does when no backend can start. Over a group of one
-// the collectives are the identity, and point-to-point operations, which need
-// a peer, throw. The collectives are lazy: evaluating their result
-// communicates, on the CPU (the GPU has no communication backend yet).
+// when an MPI library can be loaded, or with backend "nccl" the NCCL world of
+// that job's GPUs (Note [Communicators] in distributed/comm.h); otherwise it
+// returns the group of this process alone (rank 0, size 1), as MLX does when
+// no backend can start. Over a group of one without a communicator the
+// collectives are the identity, and point-to-point operations, which need a
+// peer, throw. The collectives are lazy: evaluating their result
+// communicates, on the CPU for MPI and on the GPU for NCCL.
 #pragma once
 
 #include <memory>
@@ -45,14 +46,17 @@ class Group {
 };
 
 // Whether any backend (or the named one: "any", "mpi", "ring", "nccl",
-// "jaccl") can be started here: MPI where its library loads.
+// "jaccl") can be started here: MPI where its library loads, NCCL where its
+// library loads and there is a GPU.
 bool is_available();
 bool is_available(const std::string& backend);
 
 // The global group: the MPI job's (backend "any" or "mpi") when this process
-// was started by an MPI launcher and MPI loads. Otherwise the group of this
-// process alone, or std::runtime_error when `strict`. Unknown backend names
-// throw std::invalid_argument.
+// was started by an MPI launcher and MPI loads; with backend "nccl" (or "any"
+// in a job that tessera.launch --backend nccl started) NCCL's over the job's
+// processes, one GPU each, or over this process alone outside a job.
+// Otherwise the group of this process alone, or std::runtime_error when
+// `strict`. Unknown backend names throw std::invalid_argument.
 Group init(bool strict = false, const std::string& backend = "any");
 
 // Elementwise sum / max / min of x over the processes of the group (default:

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <stdexcept>
 #include <thread>
 
@@ -17,10 +18,17 @@ TEST(Distributed, InitGivesTheSingletonGroup) {
   // MPI is available where its library loads; this process was not started by
   // mpirun, so every init gives the group of one.
   void* mpi = dlopen("libmpi.so.40", RTLD_NOW | RTLD_LOCAL);
-  EXPECT_EQ(distributed::is_available(), mpi != nullptr);
+  // NCCL where its library loads and there is a GPU.
+  const char* nccl_path = std::getenv("TESSERA_NCCL_LIBRARY");
+  void* nccl = is_available(Device::gpu) ? dlopen(nccl_path ? nccl_path : "libnccl.so.2", RTLD_NOW)
+                                         : nullptr;
+  if (!nccl && is_available(Device::gpu)) nccl = dlopen("libnccl.so.2", RTLD_NOW);
+  EXPECT_EQ(distributed::is_available(), mpi != nullptr || nccl != nullptr);
   EXPECT_EQ(distributed::is_available("mpi"), mpi != nullptr);
+  EXPECT_EQ(distributed::is_available("nccl"), nccl != nullptr);
   if (mpi) dlclose(mpi);
-  for (const char* b : {"ring", "nccl", "jaccl"}) EXPECT_FALSE(distributed::is_available(b));
+  if (nccl) dlclose(nccl);
+  for (const char* b : {"ring", "jaccl"}) EXPECT_FALSE(distributed::is_available(b));
   for (const char* b : {"any", "mpi", "ring", "nccl", "jaccl"}) {
     EXPECT_EQ(distributed::init(false, b).size(), 1);
   }

@@ -93,3 +93,29 @@ def test_launch_refuses_what_it_cannot_run(tmp_path):
     r = launch("--print-python")
     assert r.returncode == 0
     assert os.path.realpath(r.stdout.strip()) == os.path.realpath(sys.executable)
+
+
+NCCL_PROGRAM = textwrap.dedent("""
+    import os
+    import mlx.core as mx
+    g = mx.distributed.init()
+    x = mx.array([g.rank() + 1.0])
+    total = mx.distributed.all_sum(x).item()
+    nccl = mx.distributed.is_available("nccl")
+    print("rank", g.rank(), "of", g.size(), "sum", total, "gpu", os.environ["CUDA_VISIBLE_DEVICES"],
+          "nccl" if nccl else "mpi")
+""")
+
+
+def test_launch_for_nccl_gives_each_process_its_gpu(tmp_path):
+    # Each process sees the GPU of its rank on the host; init() takes NCCL where
+    # it can start (a GPU each), else the job's MPI: the sums are the same.
+    program = tmp_path / "program.py"
+    program.write_text(NCCL_PROGRAM)
+    env = {k: v for k, v in ENV.items() if k != "CUDA_VISIBLE_DEVICES"}
+    cmd = [sys.executable, "-m", "tessera.launch", "--backend", "nccl", "-n", "2", str(program)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = sorted(line.split(":", 1)[1] for line in r.stdout.splitlines() if "<stdout>:" in line)
+    assert [line.rsplit(" ", 1)[0] for line in lines] == [f"rank {i} of 2 sum 3.0 gpu {i}"
+                                                         for i in range(2)]

@@ -24,12 +24,12 @@ void Distributed::eval_cpu(const std::vector<array>& inputs, array& out) {
   auto& comm = *comm_;
   if (op_ == Communication::recv) {
     out.set_data(allocator::malloc(out.nbytes()));
-    comm.recv(out.data<void>(), static_cast<int64_t>(out.nbytes()), peer_);
+    comm.recv(out.data<void>(), static_cast<int64_t>(out.nbytes()), peer_, nullptr);
     return;
   }
   const array in = cpu::ensure_row_contiguous(inputs[0]);
   if (op_ == Communication::send) {
-    comm.send(in.data<void>(), static_cast<int64_t>(in.nbytes()), peer_);
+    comm.send(in.data<void>(), static_cast<int64_t>(in.nbytes()), peer_, nullptr);
     out.copy_shared_buffer(in);
     return;
   }
@@ -42,15 +42,16 @@ void Distributed::eval_cpu(const std::vector<array>& inputs, array& out) {
                          : op_ == Communication::all_max ? ReduceOp::max
                                                          : ReduceOp::min;
       comm.all_reduce(in.data<void>(), out.data<void>(), static_cast<int64_t>(in.size()),
-                      in.dtype(), r);
+                      in.dtype(), r, nullptr);
       return;
     }
     case Communication::all_gather:
-      comm.all_gather(in.data<void>(), out.data<void>(), static_cast<int64_t>(in.nbytes()));
+      comm.all_gather(in.data<void>(), out.data<void>(), static_cast<int64_t>(in.nbytes()),
+                      nullptr);
       return;
     case Communication::sum_scatter:
       comm.sum_scatter(in.data<void>(), out.data<void>(), static_cast<int64_t>(out.size()),
-                       in.dtype());
+                       in.dtype(), nullptr);
       return;
     default:
       return;

@@ -132,8 +132,11 @@ void ScaledDotProductAttention::eval_gpu(const std::vector<array>& inputs,
     att::DecodeSplit sp = att::decode_split(p, gpu::properties().multiProcessorCount);
     float* scratch =
         static_cast<float*>(gpu::scratch(att::decode_scratch_floats(p, sp) * sizeof(float), s));
-    check(bf16 ? att::decode<__nv_bfloat16>(p, sp, scratch, cs)
-               : att::decode<__half>(p, sp, scratch, cs),
+    unsigned* counters = att::decode_combines_in_place(p, sp)
+                             ? gpu::zeroed_counters(s, static_cast<int64_t>(p.b) * p.hkv)
+                             : nullptr;
+    check(bf16 ? att::decode<__nv_bfloat16>(p, sp, scratch, counters, cs)
+               : att::decode<__half>(p, sp, scratch, counters, cs),
           op);
   } else {
     check(bf16 ? att::forward<__nv_bfloat16>(p, cs) : att::forward<__half>(p, cs), op);

@@ -616,10 +616,83 @@ struct DecodeConfig {
   static constexpr int smem = smem_tiles > smem_merge ? smem_tiles : smem_merge;
 };
 
+// o and lse of each (batch, query head, query) from the splits' partials:
+// a block of kCombineThreads a row, the splits' weights l 2^(m - max) in
+// shared memory (splits floats). The partials are read through L2 (__ldcg):
+// the decoding kernel's last block of a group reads what other blocks wrote.
+constexpr int kCombineThreads = 128;
+
+template <bool Max>
+__device__ __forceinline__ float block_reduce(float x, float* red) {
+#pragma unroll
+  for (int s = 16; s > 0; s /= 2) {
+    float y = __shfl_xor_sync(0xffffffff, x, s);
+    x = Max ? fmaxf(x, y) : x + y;
+  }
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  __syncthreads();
+  if (lane == 0) red[warp] = x;
+  __syncthreads();
+  x = red[0];
+  for (int w = 1; w < kCombineThreads / 32; ++w) x = Max ? fmaxf(x, red[w]) : x + red[w];
+  return x;
+}
+
+// Row `row` (batch, query head, query) of o and lse, by the kCombineThreads
+// threads of a block; wts: splits floats of shared memory, red: a float a warp.
+template <typename T>
+__device__ void combine_row(const FwdParams& p, int splits, const float* po, const float* pm,
+                            const float* pl, int64_t row, float* wts, float* red) {
+  const int tid = threadIdx.x;
+  const int i = row % p.tq, h = (row / p.tq) % p.hq, b = row / (static_cast<int64_t>(p.tq) * p.hq);
+  const int rep = p.hq / p.hkv, hk = h / rep, r = (h % rep) * p.tq + i;
+  const int64_t part0 = (static_cast<int64_t>(b) * p.hkv + hk) * splits;
+  float m = -INFINITY;
+  for (int sp = tid; sp < splits; sp += kCombineThreads) {
+    const int64_t q = (part0 + sp) * kDecodeRows + r;
+    if (__ldcg(pl + q) > 0.f) m = fmaxf(m, __ldcg(pm + q));
+  }
+  const float sk = p.sinks ? p.sinks[h] * kLog2e : -INFINITY;
+  const float mt = fmaxf(block_reduce<true>(m, red), sk);
+  float l = 0.f;
+  for (int sp = tid; sp < splits; sp += kCombineThreads) {
+    const int64_t q = (part0 + sp) * kDecodeRows + r;
+    const float lq = __ldcg(pl + q);
+    const float w = lq > 0.f ? lq * ex2(__ldcg(pm + q) - mt) : 0.f;
+    wts[sp] = w;
+    l += w;
+  }
+  l = block_reduce<false>(l, red) + (p.sinks ? ex2(sk - mt) : 0.f);
+  const float inv = l > 0.f ? 1.f / l : 0.f;
+  T* o = static_cast<T*>(p.o) + row * p.d;
+  for (int c = tid; c < p.d; c += kCombineThreads) {
+    float acc = 0.f;
+#pragma unroll 8
+    for (int sp = 0; sp < splits; ++sp) {
+      acc += wts[sp] * __ldcg(po + ((part0 + sp) * kDecodeRows + r) * p.d + c);
+    }
+    o[c] = from_f<T>(acc * inv);
+  }
+  if (tid == 0) p.lse[row] = mt == kLowest ? kLowest : (mt + log2f(l)) * kLn2;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kCombineThreads)
+    decode_combine_kernel(const FwdParams p, int splits, const float* po, const float* pm,
+                          const float* pl) {
+  extern __shared__ float wts[];
+  __shared__ float red[kCombineThreads / 32];
+  combine_row<T>(p, splits, po, pm, pl, blockIdx.x, wts, red);
+}
+
 // Partial results of split s: po (rows, d) normalised, pm (log2 max), pl (sum).
+// With counters (a zeroed one per batch and k/v head), the last block of a
+// group to finish combines the group's rows (combine_row): no second kernel.
 template <typename T, int D>
-__global__ void __launch_bounds__(32 * kDecodeWarps) decode_kernel(const FwdParams p, int chunk,
-                                                                  float* po, float* pm, float* pl) {
+__global__ void __launch_bounds__(32 * kDecodeWarps)
+    decode_kernel(const FwdParams p, int chunk, float* po, float* pm, float* pl,
+                  unsigned* counters) {
+  static_assert(32 * kDecodeWarps == kCombineThreads, "the combine takes the decoding block");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   using Cfg = DecodeConfig<T, D>;
   constexpr int NT = Cfg::NT, BN = kDecodeBN, ST = kDecodeStages, R = kDecodeRows;
@@ -779,67 +852,23 @@ __global__ void __launch_bounds__(32 * kDecodeWarps) decode_kernel(const FwdPara
       pl[part * R + row] = l;
     }
   }
-#endif
-}
-
-// o and lse of each (batch, query head, query) from the splits' partials:
-// one block of kCombineThreads a row, the splits' weights l 2^(m - max) in
-// shared memory (splits floats).
-constexpr int kCombineThreads = 128;
-
-template <bool Max>
-__device__ __forceinline__ float block_reduce(float x, float* red) {
-#pragma unroll
-  for (int s = 16; s > 0; s /= 2) {
-    float y = __shfl_xor_sync(0xffffffff, x, s);
-    x = Max ? fmaxf(x, y) : x + y;
-  }
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  __syncthreads();
-  if (lane == 0) red[warp] = x;
-  __syncthreads();
-  x = red[0];
-  for (int w = 1; w < kCombineThreads / 32; ++w) x = Max ? fmaxf(x, red[w]) : x + red[w];
-  return x;
-}
-
-template <typename T>
-__global__ void __launch_bounds__(kCombineThreads)
-    decode_combine_kernel(const FwdParams p, int splits, const float* po, const float* pm,
-                          const float* pl) {
-  extern __shared__ float wts[];
+  if (!counters) return;
+  __shared__ bool last;
   __shared__ float red[kCombineThreads / 32];
-  const int64_t row = blockIdx.x;
-  const int tid = threadIdx.x;
-  const int i = row % p.tq, h = (row / p.tq) % p.hq, b = row / (static_cast<int64_t>(p.tq) * p.hq);
-  const int rep = p.hq / p.hkv, hk = h / rep, r = (h % rep) * p.tq + i;
-  const int64_t part0 = (static_cast<int64_t>(b) * p.hkv + hk) * splits;
-  float m = -INFINITY;
-  for (int sp = tid; sp < splits; sp += kCombineThreads) {
-    const int64_t q = (part0 + sp) * kDecodeRows + r;
-    if (pl[q] > 0.f) m = fmaxf(m, pm[q]);
+  __threadfence();
+  __syncthreads();
+  unsigned* counter = counters + static_cast<int64_t>(b) * p.hkv + hk;
+  if (tid == 0) last = atomicAdd(counter, 1u) == static_cast<unsigned>(splits - 1);
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  float* wts = reinterpret_cast<float*>(smem);
+  for (int r = 0; r < rows; ++r) {
+    const int64_t row = (static_cast<int64_t>(b) * p.hq + hk * rep + r / p.tq) * p.tq + r % p.tq;
+    combine_row<T>(p, splits, po, pm, pl, row, wts, red);
   }
-  const float sk = p.sinks ? p.sinks[h] * kLog2e : -INFINITY;
-  const float mt = fmaxf(block_reduce<true>(m, red), sk);
-  float l = 0.f;
-  for (int sp = tid; sp < splits; sp += kCombineThreads) {
-    const int64_t q = (part0 + sp) * kDecodeRows + r;
-    const float w = pl[q] > 0.f ? pl[q] * ex2(pm[q] - mt) : 0.f;
-    wts[sp] = w;
-    l += w;
-  }
-  l = block_reduce<false>(l, red) + (p.sinks ? ex2(sk - mt) : 0.f);
-  const float inv = l > 0.f ? 1.f / l : 0.f;
-  T* o = static_cast<T*>(p.o) + row * p.d;
-  for (int c = tid; c < p.d; c += kCombineThreads) {
-    float acc = 0.f;
-#pragma unroll 8
-    for (int sp = 0; sp < splits; ++sp) {
-      acc += wts[sp] * po[((part0 + sp) * kDecodeRows + r) * p.d + c];
-    }
-    o[c] = from_f<T>(acc * inv);
-  }
-  if (tid == 0) p.lse[row] = mt == kLowest ? kLowest : (mt + log2f(l)) * kLn2;
+  if (tid == 0) *counter = 0u;
+#endif
 }
 
 // ---- launches (host side)
@@ -869,6 +898,14 @@ inline DecodeSplit decode_split(const FwdParams& p, int sms) {
   return {(p.tkv + chunk - 1) / chunk, chunk};
 }
 
+// Whether the decoding kernel's last blocks combine the splits (given
+// counters): when a group's partials are few enough for one block to read
+// quickly; else a kernel of a block a row does.
+inline bool decode_combines_in_place(const FwdParams& p, DecodeSplit sp) {
+  const int64_t rows = (p.hq / p.hkv) * p.tq;
+  return rows * sp.splits * p.d <= (int64_t{1} << 16);
+}
+
 // Floats of scratch the decoding kernels need for p split as sp.
 inline int64_t decode_scratch_floats(const FwdParams& p, DecodeSplit sp) {
   return static_cast<int64_t>(p.b) * p.hkv * sp.splits * kDecodeRows * (p.d + 2);
@@ -889,8 +926,11 @@ inline cudaError_t opt_in_smem(std::atomic<uint64_t>& done, const void* kern, in
   return e;
 }
 
+// counters: null, or a zeroed counter per (batch, k/v head) when
+// decode_combines_in_place(p, sp).
 template <typename T, int D>
-cudaError_t launch_decode(const FwdParams& p, DecodeSplit sp, float* scratch, cudaStream_t st) {
+cudaError_t launch_decode(const FwdParams& p, DecodeSplit sp, float* scratch, unsigned* counters,
+                          cudaStream_t st) {
   using Cfg = DecodeConfig<T, D>;
   auto kern = decode_kernel<T, D>;
   static std::atomic<uint64_t> opted{0};
@@ -900,8 +940,8 @@ cudaError_t launch_decode(const FwdParams& p, DecodeSplit sp, float* scratch, cu
   float* po = scratch;
   float* pm = po + parts * p.d;
   float* pl = pm + parts;
-  kern<<<dim3(sp.splits, p.hkv, p.b), Cfg::NT, Cfg::smem, st>>>(p, sp.chunk, po, pm, pl);
-  if ((e = cudaGetLastError()) != cudaSuccess) return e;
+  kern<<<dim3(sp.splits, p.hkv, p.b), Cfg::NT, Cfg::smem, st>>>(p, sp.chunk, po, pm, pl, counters);
+  if ((e = cudaGetLastError()) != cudaSuccess || counters) return e;
   const int64_t rows = static_cast<int64_t>(p.b) * p.hq * p.tq;
   decode_combine_kernel<T><<<static_cast<unsigned>(rows), kCombineThreads,
                              sp.splits * sizeof(float), st>>>(p, sp.splits, po, pm, pl);
@@ -909,10 +949,11 @@ cudaError_t launch_decode(const FwdParams& p, DecodeSplit sp, float* scratch, cu
 }
 
 template <typename T>
-cudaError_t decode(const FwdParams& p, DecodeSplit sp, float* scratch, cudaStream_t st) {
+cudaError_t decode(const FwdParams& p, DecodeSplit sp, float* scratch, unsigned* counters,
+                   cudaStream_t st) {
   switch (padded_dim(p.d)) {
-    case 64: return launch_decode<T, 64>(p, sp, scratch, st);
-    case 128: return launch_decode<T, 128>(p, sp, scratch, st);
+    case 64: return launch_decode<T, 64>(p, sp, scratch, counters, st);
+    case 128: return launch_decode<T, 128>(p, sp, scratch, counters, st);
     default: return cudaErrorInvalidValue;
   }
 }

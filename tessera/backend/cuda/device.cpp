@@ -149,6 +149,23 @@ void enqueue_tiny(const Stream& s, const TinyOp& op) {
   batch->ops[batch->count++] = op;
 }
 
+unsigned* zeroed_counters(const Stream& s, int64_t n) {
+  constexpr int64_t kCounters = 1 << 16;
+  if (n > kCounters) return nullptr;
+  auto& st = state();
+  std::lock_guard l(st.mutex);
+  if (static_cast<int>(st.counters.size()) <= s.index) st.counters.resize(s.index + 1, nullptr);
+  unsigned*& b = st.counters[s.index];
+  if (!b) {
+    cudaStream_t cs = gpu_stream_locked(s);
+    void* p = nullptr;
+    TESSERA_CUDA_CHECK(cudaMalloc(&p, kCounters * sizeof(unsigned)));
+    TESSERA_CUDA_CHECK(cudaMemsetAsync(p, 0, kCounters * sizeof(unsigned), cs));
+    b = static_cast<unsigned*>(p);
+  }
+  return b;
+}
+
 void flush(const Stream& s) {
   if (s.device != Device::gpu) return;
   std::lock_guard l(state().mutex);

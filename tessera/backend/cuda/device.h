@@ -77,4 +77,11 @@ void enqueue_tiny(const Stream& s, const TinyOp& op);
 // cuBLASLt workspaces and reduction partials).
 void* scratch(size_t bytes, const Stream& s);
 
+// n zeroed counters on the device for a kernel whose last block to finish
+// does the final step of a split reduction (an atomicAdd per block picks it):
+// one buffer per stream, whose kernels run one after another, each leaving
+// its counters zero for the next. Null when n is more than the buffer holds
+// (the caller then finishes in a second kernel).
+unsigned* zeroed_counters(const Stream& s, int64_t n);
+
 }  // namespace tessera::gpu

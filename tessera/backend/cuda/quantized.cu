@@ -16,10 +16,8 @@
 // Inputs that are not row-contiguous are copied into dense buffers first.
 #include <cuda_runtime.h>
 
-#include <mutex>
 #include <stdexcept>
 #include <string>
-#include <unordered_map>
 
 #include "tessera/backend/common/quantize.h"
 #include "tessera/backend/common/views.h"
@@ -37,27 +35,6 @@ namespace {
 using namespace gpu;
 
 constexpr int kThreads = 256;
-
-// Zeroed counters for the small-M product's reduction in its last block
-// (qmm::SmallM::counters), one buffer per stream: the kernels of a stream run
-// one after another, and each leaves its counters zero for the next. Null
-// when n is more than a buffer holds (the product then sums its partials in a
-// second kernel).
-unsigned* tile_counters(cudaStream_t st, int64_t n) {
-  constexpr int64_t kCounters = 1 << 16;
-  if (n > kCounters) return nullptr;
-  static std::mutex mutex;
-  static std::unordered_map<cudaStream_t, unsigned*> buffers;
-  std::lock_guard<std::mutex> lock(mutex);
-  unsigned*& b = buffers[st];
-  if (!b) {
-    void* p = nullptr;
-    TESSERA_CUDA_CHECK(cudaMalloc(&p, kCounters * sizeof(unsigned)));
-    TESSERA_CUDA_CHECK(cudaMemsetAsync(p, 0, kCounters * sizeof(unsigned), st));
-    b = static_cast<unsigned*>(p);
-  }
-  return b;
-}
 
 // a itself when row-contiguous, else a dense device copy.
 array dense(const array& a, const Stream& s, const char* op) {
@@ -273,8 +250,7 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
           float* partials = nullptr;
           if (partial_floats) {
             partials = static_cast<float*>(scratch(partial_floats * sizeof(float), s));
-            plan.counters = tile_counters(
-                cuda_stream(s), (w_rows + qmm::kCols - 1) / qmm::kCols * batches);
+            plan.counters = zeroed_counters(s, (w_rows + qmm::kCols - 1) / qmm::kCols * batches);
           }
           check(qmm::small_m<T>(xt, wp, st, bt, static_cast<T*>(yp), partials, M, w_rows, values,
                                 group_size_, bits_, batches, plan, cuda_stream(s)),

@@ -38,6 +38,8 @@
 //   taken by take_event_locked belongs to its taker until give_event_locked,
 //   a buffer's upload_event until finish_upload_locked.
 // - tiny: the pending tiny ops of each stream index (Note [Tiny ops]), owned.
+// - counters: the zeroed counters of each stream index (zeroed_counters),
+//   made on first use, never freed.
 // - lru_head, lru_tail: the buffers that have a device copy, least recently
 //   used first (Note [Eviction]). The list owns none of them: a buffer leaves
 //   it when its device copy goes, and is freed only after that.
@@ -79,6 +81,7 @@ struct CudaState {
   std::vector<cudaEvent_t> free_events;
   // Per stream index, the tiny ops not launched yet (Note [Tiny ops]).
   std::vector<std::unique_ptr<TinyBatch>> tiny;
+  std::vector<unsigned*> counters;
   allocator::BufferStorage* lru_head = nullptr;
   allocator::BufferStorage* lru_tail = nullptr;
   // Free small blocks by (stream index, block size), see Note [Small blocks].

@@ -17,6 +17,7 @@ class Distributed : public UnaryPrimitive {
               int peer = -1)
       : UnaryPrimitive(s), op_(op), comm_(std::move(comm)), peer_(peer) {}
   void eval_cpu(const std::vector<array>& inputs, array& out) override;
+  TESSERA_EVAL_GPU
   const char* name() const override;
   TESSERA_TRANSFORM_RULES
   // Never merged with another: each communicates, in program order.

@@ -1,0 +1,116 @@
+"""Where a decode step's time goes: the model of llm_decode.py (random weights,
+512-token prompt) on one MLX-API framework, one process:
+
+    python3 bench/llm_profile.py tessera|mlx MODEL [--quantize] [--batch B] [--steps N]
+
+Prints, per generated token: the host time to build the step's graph, the
+time of a step evaluated alone (mx.eval, nothing overlapped), the time of a
+step in the pipelined loop of mlx-lm (the next step queued with mx.async_eval
+before the current token is read), and, where PyTorch is installed (its
+profiler records every CUDA kernel of the process through CUPTI), the GPU
+kernels of one step by name (count and time) and the CUDA API calls that
+launched them.
+"""
+import argparse
+import collections
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples",
+                                "python"))
+PROMPT = 512
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("framework", choices=["tessera", "mlx"])
+    ap.add_argument("model")
+    ap.add_argument("--quantize", action="store_true")
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--steps", type=int, default=64)
+    a = ap.parse_args()
+    if a.framework == "tessera":
+        from tessera import mlx_alias
+        mlx_alias.install()
+    import mlx.core as mx
+    import lm
+
+    args = lm.PRESETS[a.model]
+    mx.random.seed(0)
+    model = lm.random_model(args, mx.bfloat16, bits=4 if a.quantize else None)
+    B, n = a.batch, a.steps
+    prompt = mx.array([[(7 * i + 131 * b) % args.vocab_size for i in range(PROMPT)]
+                       for b in range(B)], mx.int32)
+    cache = model.make_cache(B, PROMPT + 4 * n + 8)
+
+    def step(tokens):
+        return mx.argmax(model(tokens, cache)[:, -1, :], axis=-1)
+
+    y = step(prompt)
+    mx.eval(y)
+
+    def build(count):  # graphs of `count` steps, not run (the cache offset restored)
+        offsets = [c.offset for c in cache]
+        t0 = time.perf_counter()
+        for _ in range(count):
+            step(y[:, None])
+        t = time.perf_counter() - t0
+        for c, o in zip(cache, offsets):
+            c.offset = o
+        return t / count
+
+    def sync(count):
+        nonlocal y
+        t0 = time.perf_counter()
+        for _ in range(count):
+            y = step(y[:, None])
+            mx.eval(y)
+        return (time.perf_counter() - t0) / count
+
+    def pipelined(count):
+        nonlocal y
+        t0 = time.perf_counter()
+        mx.async_eval(y)
+        for _ in range(count):
+            nxt = step(y[:, None])
+            mx.async_eval(nxt)
+            y.item() if B == 1 else y.tolist()
+            y = nxt
+        mx.eval(y)
+        return (time.perf_counter() - t0) / count
+
+    sync(8), pipelined(8)  # warm-up
+    ms = {"build": build(n) * 1e3, "sync eval": sync(n) * 1e3, "pipelined": pipelined(n) * 1e3}
+    print(f"{a.framework} {a.model} {'q4' if a.quantize else 'bf16'} b{B}, ms per token: "
+          + ", ".join(f"{k} {v:.3f}" for k, v in ms.items())
+          + f" ({1e3 / ms['pipelined'] * B:.0f} tokens/s pipelined)")
+    try:
+        import torch
+        from torch.profiler import ProfilerActivity, profile
+    except ImportError:
+        print("(no PyTorch here: no kernel profile)")
+        return
+    torch.cuda.init()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        pipelined(n)
+    kernels, api = collections.defaultdict(list), collections.defaultdict(list)
+    for e in prof.events():
+        dt = getattr(e, "device_type", None)
+        if dt is not None and "CUDA" in str(dt):
+            kernels[e.name].append(e.time_range.elapsed_us())
+        elif e.name.startswith(("cuda", "cu")):
+            api[e.name].append(e.time_range.elapsed_us())
+    total = sum(sum(v) for v in kernels.values())
+    count = sum(len(v) for v in kernels.values())
+    print(f"GPU: {count / n:.1f} kernels per token, {total / n:.1f} us of kernel time per token")
+    print(f"{'kernel':<60} {'per token':>9} {'us each':>8} {'us/token':>9}")
+    for name, v in sorted(kernels.items(), key=lambda kv: -sum(kv[1]))[:25]:
+        print(f"{name[:60]:<60} {len(v) / n:9.1f} {sum(v) / len(v):8.2f} {sum(v) / n:9.1f}")
+    print(f"{'CUDA API':<60} {'per token':>9} {'us each':>8} {'us/token':>9}")
+    for name, v in sorted(api.items(), key=lambda kv: -sum(kv[1]))[:10]:
+        print(f"{name[:60]:<60} {len(v) / n:9.1f} {sum(v) / len(v):8.2f} {sum(v) / n:9.1f}")
+
+
+if __name__ == "__main__":
+    main()
