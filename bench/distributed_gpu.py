@@ -5,8 +5,10 @@ the collective, and its rate for large arrays. One framework per process:
     python3 bench/distributed_gpu.py tessera|torch
 
 Prints JSON lines (bench/measure.py): the median time of one all_sum of n
-float32 values, evaluated (a chain of 50 calls, timed whole, divided by 50),
-for n from 1 to 2^26; work is the bytes summed."""
+float32 values, evaluated and synchronized (a chain of 50 calls, timed whole,
+divided by 50), for n from 1 to 2^26; work is the bytes summed. Tessera's
+all_sum writes a new array (NCCL from input to output buffer), PyTorch's
+all_reduce works in place."""
 import os
 import sys
 
@@ -29,6 +31,7 @@ def run_tessera():
             for _ in range(CHAIN):
                 y = mx.distributed.all_sum(y, group=group)
             mx.eval(y)
+            mx.synchronize()
 
         report(f"nccl_all_sum_{n}", time_median(chain) / CHAIN, 4 * n, "B")
 

@@ -6,7 +6,8 @@
 Prints, per generated token: the host time to build the step's graph, the
 time of a step evaluated alone (mx.eval, nothing overlapped), the time of a
 step in the pipelined loop of mlx-lm (the next step queued with mx.async_eval
-before the current token is read), and, where PyTorch is installed (its
+before the current token is read) and the part of it spent waiting to read the
+token, and, where PyTorch is installed (its
 profiler records every CUDA kernel of the process through CUPTI), the GPU
 kernels of one step by name (count and time) and the CUDA API calls that
 launched them.
@@ -50,14 +51,14 @@ def main():
     y = step(prompt)
     mx.eval(y)
 
-    def build(count):  # graphs of `count` steps, not run (the cache offset restored)
-        offsets = [c.offset for c in cache]
+    def build(count):  # graphs of `count` steps, not run (the cache restored)
+        saved = [(c.offset, c.keys, c.values) for c in cache]
         t0 = time.perf_counter()
         for _ in range(count):
             step(y[:, None])
         t = time.perf_counter() - t0
-        for c, o in zip(cache, offsets):
-            c.offset = o
+        for c, (o, k, v) in zip(cache, saved):
+            c.offset, c.keys, c.values = o, k, v
         return t / count
 
     def sync(count):
@@ -68,20 +69,27 @@ def main():
             mx.eval(y)
         return (time.perf_counter() - t0) / count
 
+    read_wait = [0.0]
+
     def pipelined(count):
         nonlocal y
+        read_wait[0] = 0.0
         t0 = time.perf_counter()
         mx.async_eval(y)
         for _ in range(count):
             nxt = step(y[:, None])
             mx.async_eval(nxt)
+            t1 = time.perf_counter()
             y.item() if B == 1 else y.tolist()
+            read_wait[0] += time.perf_counter() - t1
             y = nxt
         mx.eval(y)
+        read_wait[0] /= count
         return (time.perf_counter() - t0) / count
 
     sync(8), pipelined(8)  # warm-up
-    ms = {"build": build(n) * 1e3, "sync eval": sync(n) * 1e3, "pipelined": pipelined(n) * 1e3}
+    ms = {"build": build(n) * 1e3, "sync eval": sync(n) * 1e3, "pipelined": pipelined(n) * 1e3,
+          "of which reading the token": read_wait[0] * 1e3}
     print(f"{a.framework} {a.model} {'q4' if a.quantize else 'bf16'} b{B}, ms per token: "
           + ", ".join(f"{k} {v:.3f}" for k, v in ms.items())
           + f" ({1e3 / ms['pipelined'] * B:.0f} tokens/s pipelined)")

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "tessera/core/gpu.h"
+#include "tessera/core/host_profile.h"
 #include "tessera/core/primitive.h"
 #include "tessera/core/scheduler.h"
 
@@ -137,6 +138,10 @@ struct NodeTask {
   }
 
   void operator()() {
+    const bool profiled = host_profile::enabled();
+    const int64_t t0 = profiled ? host_profile::now_ns() : 0;
+    int64_t t1 = 0;
+    const char* name = profiled ? primitive->name() : nullptr;
     std::exception_ptr error;
     for (auto& in : inputs) {
       scheduler::wait_available(in);
@@ -145,6 +150,7 @@ struct NodeTask {
         break;
       }
     }
+    if (profiled) t1 = host_profile::now_ns();
     if (!error) {
       try {
         if (primitive->device() == Device::cpu) {
@@ -179,6 +185,10 @@ struct NodeTask {
       } catch (...) {
         error = std::current_exception();
       }
+    }
+    if (profiled) {
+      host_profile::record_task(name, scheduler::current_stream_index() < 0, t1 - t0,
+                                host_profile::now_ns() - t1);
     }
     // Release inputs before publishing outputs so their memory returns first.
     inputs.clear();

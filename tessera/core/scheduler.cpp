@@ -6,6 +6,7 @@
 
 #include "tessera/core/array.h"
 #include "tessera/core/gpu.h"
+#include "tessera/core/host_profile.h"
 
 #include <atomic>
 #include <chrono>
@@ -93,6 +94,7 @@ class StreamWorker {
     tl_stream_index = index_;
     std::unique_lock l(mutex_);
     while (true) {
+      const int64_t idle0 = queue_.empty() && host_profile::enabled() ? host_profile::now_ns() : 0;
       if (queue_.empty()) {
         // Tasks often come in quick succession (eval hands over batches as it
         // builds them): poll briefly before sleeping, to save a wake-up.
@@ -111,6 +113,7 @@ class StreamWorker {
         cv_.wait(l, [&] { return stop_ || (!queue_.empty() && !inline_); });
         waiting_ = false;
       }
+      if (idle0) host_profile::record_idle(index_, host_profile::now_ns() - idle0);
       if (queue_.empty() && stop_) return;
       if (inline_) {
         // The stream's owner is running tasks on its own thread: keep the order.

@@ -676,6 +676,57 @@ __device__ void combine_row(const FwdParams& p, int splits, const float* po, con
   if (tid == 0) p.lse[row] = mt == kLowest ? kLowest : (mt + log2f(l)) * kLn2;
 }
 
+// The same by one warp, merging the splits in one pass (online, as the
+// softmax itself): the loads do not wait on one another, so the few round
+// trips to L2 overlap. Lane l takes columns l, l + 32, ... of the row.
+template <typename T, int D>
+__device__ __forceinline__ void combine_row_warp(const FwdParams& p, int splits, const float* po,
+                                                 const float* pm, const float* pl, int64_t row,
+                                                 int lane) {
+  const int i = row % p.tq, h = (row / p.tq) % p.hq, b = row / (static_cast<int64_t>(p.tq) * p.hq);
+  const int rep = p.hq / p.hkv, hk = h / rep, r = (h % rep) * p.tq + i;
+  const int64_t part0 = (static_cast<int64_t>(b) * p.hkv + hk) * splits;
+  constexpr int C = D / 32;
+  float m = -INFINITY, l = 0.f, acc[C];
+#pragma unroll
+  for (int k = 0; k < C; ++k) acc[k] = 0.f;
+#pragma unroll 4
+  for (int sp = 0; sp < splits; ++sp) {
+    const int64_t q = (part0 + sp) * kDecodeRows + r;
+    const float lq = __ldcg(pl + q), mq = __ldcg(pm + q);
+    float o[C];
+#pragma unroll
+    for (int k = 0; k < C; ++k) {
+      const int c = lane + 32 * k;
+      o[k] = c < p.d ? __ldcg(po + q * p.d + c) : 0.f;
+    }
+    const bool valid = lq > 0.f;
+    const float mn = valid ? fmaxf(m, mq) : m;
+    const float a = m == mn ? 1.f : ex2(m - mn);
+    const float w = valid ? lq * ex2(mq - mn) : 0.f;
+    m = mn;
+    l = l * a + w;
+#pragma unroll
+    for (int k = 0; k < C; ++k) acc[k] = acc[k] * a + w * o[k];
+  }
+  if (p.sinks) {
+    const float sk = p.sinks[h] * kLog2e, mn = fmaxf(m, sk);
+    const float a = m == mn ? 1.f : ex2(m - mn);
+    l = l * a + ex2(sk - mn);
+#pragma unroll
+    for (int k = 0; k < C; ++k) acc[k] *= a;
+    m = mn;
+  }
+  const float inv = l > 0.f ? 1.f / l : 0.f;
+  T* o = static_cast<T*>(p.o) + row * p.d;
+#pragma unroll
+  for (int k = 0; k < C; ++k) {
+    const int c = lane + 32 * k;
+    if (c < p.d) o[c] = from_f<T>(acc[k] * inv);
+  }
+  if (lane == 0) p.lse[row] = m == kLowest ? kLowest : (m + log2f(l)) * kLn2;
+}
+
 template <typename T>
 __global__ void __launch_bounds__(kCombineThreads)
     decode_combine_kernel(const FwdParams p, int splits, const float* po, const float* pm,
@@ -687,12 +738,12 @@ __global__ void __launch_bounds__(kCombineThreads)
 
 // Partial results of split s: po (rows, d) normalised, pm (log2 max), pl (sum).
 // With counters (a zeroed one per batch and k/v head), the last block of a
-// group to finish combines the group's rows (combine_row): no second kernel.
+// group to finish combines the group's rows, a warp a row (combine_row_warp):
+// no second kernel.
 template <typename T, int D>
 __global__ void __launch_bounds__(32 * kDecodeWarps)
     decode_kernel(const FwdParams p, int chunk, float* po, float* pm, float* pl,
                   unsigned* counters) {
-  static_assert(32 * kDecodeWarps == kCombineThreads, "the combine takes the decoding block");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   using Cfg = DecodeConfig<T, D>;
   constexpr int NT = Cfg::NT, BN = kDecodeBN, ST = kDecodeStages, R = kDecodeRows;
@@ -854,7 +905,6 @@ __global__ void __launch_bounds__(32 * kDecodeWarps)
   }
   if (!counters) return;
   __shared__ bool last;
-  __shared__ float red[kCombineThreads / 32];
   __threadfence();
   __syncthreads();
   unsigned* counter = counters + static_cast<int64_t>(b) * p.hkv + hk;
@@ -862,10 +912,9 @@ __global__ void __launch_bounds__(32 * kDecodeWarps)
   __syncthreads();
   if (!last) return;
   __threadfence();
-  float* wts = reinterpret_cast<float*>(smem);
-  for (int r = 0; r < rows; ++r) {
+  for (int r = warp; r < rows; r += kDecodeWarps) {
     const int64_t row = (static_cast<int64_t>(b) * p.hq + hk * rep + r / p.tq) * p.tq + r % p.tq;
-    combine_row<T>(p, splits, po, pm, pl, row, wts, red);
+    combine_row_warp<T, D>(p, splits, po, pm, pl, row, lane);
   }
   if (tid == 0) *counter = 0u;
 #endif
