@@ -2,6 +2,7 @@
 512-token prompt) on one MLX-API framework, one process:
 
     python3 bench/llm_profile.py tessera|mlx MODEL [--quantize] [--batch B] [--steps N]
+                                 [--pipelined-only]
 
 Prints, per generated token: the host time to build the step's graph, the
 time of a step evaluated alone (mx.eval, nothing overlapped), the time of a
@@ -30,6 +31,8 @@ def main():
     ap.add_argument("--quantize", action="store_true")
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--steps", type=int, default=64)
+    ap.add_argument("--pipelined-only", action="store_true",
+                    help="time only the pipelined loop (for TESSERA_HOST_PROFILE=1)")
     a = ap.parse_args()
     if a.framework == "tessera":
         from tessera import mlx_alias
@@ -88,6 +91,11 @@ def main():
         return (time.perf_counter() - t0) / count
 
     sync(8), pipelined(8)  # warm-up
+    if a.pipelined_only:
+        t = pipelined(n) * 1e3
+        print(f"{a.framework} {a.model} pipelined {t:.3f} ms per token, of which reading the "
+              f"token {read_wait[0] * 1e3:.3f}")
+        return
     ms = {"build": build(n) * 1e3, "sync eval": sync(n) * 1e3, "pipelined": pipelined(n) * 1e3,
           "of which reading the token": read_wait[0] * 1e3}
     print(f"{a.framework} {a.model} {'q4' if a.quantize else 'bf16'} b{B}, ms per token: "
