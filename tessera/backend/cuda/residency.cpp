@@ -90,13 +90,15 @@ void ensure_host_block_locked(BufferStorage* b) {
   b->host = block->host;
 }
 
-// Copies the device copy of b to the host, queued after the work that wrote
-// it; returns the event that marks its end.
-cudaEvent_t queue_download_locked(BufferStorage* b) {
+// Copies the device copy of b to the host (or to `dst`, pinned memory of
+// b->size bytes), queued after the work that wrote it; returns the event that
+// marks its end.
+cudaEvent_t queue_download_locked(BufferStorage* b, void* dst = nullptr) {
   ensure_host_block_locked(b);
   cudaStream_t cs = stream_locked(b->device_stream);
   if (b->size > 0) {
-    TESSERA_CUDA_CHECK(cudaMemcpyAsync(b->host, b->device, b->size, cudaMemcpyDeviceToHost, cs));
+    TESSERA_CUDA_CHECK(
+        cudaMemcpyAsync(dst ? dst : b->host, b->device, b->size, cudaMemcpyDeviceToHost, cs));
   }
   cudaEvent_t e = take_event_locked();
   TESSERA_CUDA_CHECK(cudaEventRecord(e, cs));
@@ -275,17 +277,64 @@ void task_done(const Stream&) {
   tl_scratch.clear();
 }
 
+// Note [Downloads through pinned memory]
+// A copy from the device into pageable memory makes cudaMemcpyAsync wait, on
+// the calling thread, for all the work queued before it on the stream. Under
+// the state's mutex that stalls every other thread's launches: the stream
+// worker dispatching the next decoding step while the program reads the
+// current token waited for the whole step. A buffer of up to kStagingSlot
+// bytes whose host copy is pageable (blocks of the host allocator below its
+// pinned size, borrowed memory) therefore comes down through a pinned slot,
+// kept for reuse, and is copied into its host copy after the event.
+namespace {
+
+constexpr size_t kStagingSlot = size_t{1} << 16;
+
+bool host_pinned(const BufferStorage* b) {
+  return b->separate_host ? b->host_block && b->host_block->pinned : b->pinned;
+}
+
+void* take_staging_locked() {
+  auto& st = state();
+  if (!st.staging.empty()) {
+    void* p = st.staging.back();
+    st.staging.pop_back();
+    return p;
+  }
+  void* p = nullptr;
+  if (cudaHostAlloc(&p, kStagingSlot, cudaHostAllocPortable) != cudaSuccess) {
+    cudaGetLastError();
+    return nullptr;  // the copy goes straight to the host copy
+  }
+  return p;
+}
+
+}  // namespace
+
 void make_host_valid(BufferStorage* b) {
   auto& st = state();
   std::unique_lock l(st.mutex);
   if (b->host_valid) return;
-  cudaEvent_t e = queue_download_locked(b);
+  ensure_host_block_locked(b);
+  void* slot = b->size > 0 && b->size <= kStagingSlot && !host_pinned(b) ? take_staging_locked()
+                                                                          : nullptr;
+  cudaEvent_t e;
+  try {
+    e = queue_download_locked(b, slot);
+  } catch (...) {
+    if (slot) st.staging.push_back(slot);
+    throw;
+  }
   // The copy is queued before any later free of the device copy on the same
   // stream, so the wait needs no lock.
   l.unlock();
   cudaError_t err = cudaEventSynchronize(e);
   l.lock();
   give_event_locked(e);
+  if (slot) {
+    if (err == cudaSuccess) std::memcpy(b->host, slot, b->size);
+    st.staging.push_back(slot);
+  }
   TESSERA_CUDA_CHECK(err);
   b->host_valid = true;
 }

@@ -82,6 +82,8 @@ struct CudaState {
   // Per stream index, the tiny ops not launched yet (Note [Tiny ops]).
   std::vector<std::unique_ptr<TinyBatch>> tiny;
   std::vector<unsigned*> counters;
+  // Pinned slots for small downloads (Note [Downloads through pinned memory]).
+  std::vector<void*> staging;
   allocator::BufferStorage* lru_head = nullptr;
   allocator::BufferStorage* lru_tail = nullptr;
   // Free small blocks by (stream index, block size), see Note [Small blocks].
