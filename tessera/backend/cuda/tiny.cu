@@ -48,7 +48,18 @@ __device__ __forceinline__ void run_typed(const TinyOp& op) {
   }
 }
 
-__global__ void __launch_bounds__(kTinyThreads) tiny_kernel(const TinyBatch batch) {
+// The ops of a batch, in a kernel parameter block sized for up to C of them:
+// a launch copies its whole parameter block, so a batch of one op (the
+// residual add between two kernels of a decoding step) goes in 40 bytes, not
+// in the 4 KiB that a full batch needs.
+template <int C>
+struct TinyOps {
+  int32_t count;
+  TinyOp ops[C];
+};
+
+template <int C>
+__global__ void __launch_bounds__(kTinyThreads) tiny_kernel(const TinyOps<C> batch) {
   for (int k = 0; k < batch.count; ++k) {
     const TinyOp& op = batch.ops[k];
     switch (op.type) {
@@ -67,12 +78,27 @@ __global__ void __launch_bounds__(kTinyThreads) tiny_kernel(const TinyBatch batc
   }
 }
 
+template <int C>
+void launch_ops(const TinyBatch& batch, cudaStream_t st) {
+  TinyOps<C> ops;
+  ops.count = batch.count;
+  for (int k = 0; k < batch.count; ++k) ops.ops[k] = batch.ops[k];
+  tiny_kernel<C><<<1, kTinyThreads, 0, st>>>(ops);
+}
+
 }  // namespace
 
 void launch_tiny(const TinyBatch& batch, cudaStream_t st) {
+  static_assert(sizeof(TinyOps<kTinyBatch>) <= 4096);
   // No check here: this runs where errors must not be thrown (frees, event
   // records); a failed launch stays for the next checked CUDA call to report.
-  tiny_kernel<<<1, kTinyThreads, 0, st>>>(batch);
+  if (batch.count <= 1) {
+    launch_ops<1>(batch, st);
+  } else if (batch.count <= 8) {
+    launch_ops<8>(batch, st);
+  } else {
+    launch_ops<kTinyBatch>(batch, st);
+  }
 }
 
 }  // namespace tessera::gpu
