@@ -12,8 +12,14 @@ namespace tessera::host_profile {
 
 namespace {
 
+// A uniform sample of up to kKeep run times per primitive (reservoir
+// sampling), for the median: a mean mixes a prompt's large products or a first
+// call's setup into the per-token cost.
+constexpr size_t kKeep = 1 << 14;
+
 struct Stats {
   int64_t tasks = 0, inline_tasks = 0, wait_ns = 0, run_ns = 0;
+  std::vector<int64_t> sample;
 };
 
 // Leaked on purpose: stream workers may still record while static objects are
@@ -23,6 +29,7 @@ struct Profile {
   std::map<std::string, Stats> by_name;
   std::map<int, int64_t> idle_ns;
   int64_t start_ns = now_ns();
+  uint64_t random = 0x9E3779B97F4A7C15ull;
 };
 
 Profile& profile() {
@@ -41,12 +48,15 @@ Profile& profile() {
                    "calls, %.3f s waiting for inputs\n",
                    (now_ns() - pr.start_ns) * 1e-9, static_cast<long long>(tasks), run * 1e-9,
                    wait * 1e-9);
-      std::fprintf(stderr, "%-28s %10s %8s %10s %10s %10s\n", "primitive", "tasks", "inline",
-                   "run us", "run ms", "wait us");
+      std::fprintf(stderr, "%-28s %10s %8s %10s %10s %10s %10s\n", "primitive", "tasks",
+                   "inline", "median us", "mean us", "run ms", "wait us");
       for (auto& [n, s] : rows) {
-        std::fprintf(stderr, "%-28s %10lld %8lld %10.2f %10.2f %10.2f\n", n.c_str(),
+        auto mid = s.sample.begin() + s.sample.size() / 2;
+        std::nth_element(s.sample.begin(), mid, s.sample.end());
+        std::fprintf(stderr, "%-28s %10lld %8lld %10.2f %10.2f %10.2f %10.2f\n", n.c_str(),
                      static_cast<long long>(s.tasks), static_cast<long long>(s.inline_tasks),
-                     s.run_ns * 1e-3 / s.tasks, s.run_ns * 1e-6, s.wait_ns * 1e-3 / s.tasks);
+                     *mid * 1e-3, s.run_ns * 1e-3 / s.tasks, s.run_ns * 1e-6,
+                     s.wait_ns * 1e-3 / s.tasks);
       }
       for (auto& [stream, ns] : pr.idle_ns) {
         std::fprintf(stderr, "stream %d worker idle: %.3f s\n", stream, ns * 1e-9);
@@ -75,6 +85,13 @@ void record_task(const char* name, bool inline_task, int64_t wait_ns, int64_t ru
   s.inline_tasks += inline_task;
   s.wait_ns += wait_ns;
   s.run_ns += run_ns;
+  if (s.sample.size() < kKeep) {
+    s.sample.push_back(run_ns);
+    return;
+  }
+  p.random = p.random * 6364136223846793005ull + 1442695040888963407ull;
+  const uint64_t j = (p.random >> 33) % static_cast<uint64_t>(s.tasks);
+  if (j < kKeep) s.sample[j] = run_ns;
 }
 
 void record_idle(int stream, int64_t ns) {

@@ -3,9 +3,10 @@
 //
 //   TESSERA_HOST_PROFILE=1 python3 program.py
 //
-// prints, when the process exits, one line per primitive name (tasks, host
-// time in the kernel call, time waiting for inputs) and each stream worker's
-// idle time, to standard error. Off, each hook costs one load of a flag.
+// prints, when the process exits, one line per primitive name (tasks; host
+// time in the kernel call, median and mean; time waiting for inputs) and each
+// stream worker's idle time, to standard error. Off, each hook costs one load
+// of a flag.
 #pragma once
 
 #include <chrono>

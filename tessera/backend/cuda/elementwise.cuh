@@ -22,6 +22,7 @@
 #include <utility>
 
 #include "tessera/core/dispatch.h"
+#include "tessera/core/primitive.h"
 #include "tessera/backend/common/elementwise.h"
 #include "tessera/backend/cuda/device.h"
 #include "tessera/backend/cuda/indexing.cuh"

@@ -1,5 +1,8 @@
 // The kernel that runs a batch of tiny elementwise ops (Note [Tiny ops] in
-// tiny.h): one block, the ops one after another, each over all threads.
+// tiny.h): one block, the ops one after another, each over all threads (a
+// batch of one op: a grid of blocks).
+#include <algorithm>
+
 #include "tessera/backend/cuda/elementwise.cuh"
 #include "tessera/backend/cuda/tiny.h"
 
@@ -28,7 +31,7 @@ template <typename T, typename Op>
 __device__ __forceinline__ void run(const TinyOp& op, const Op& f) {
   const T va = carried<T>(op.a, op.a_mode), vb = carried<T>(op.b, op.b_mode);
   T* out = static_cast<T*>(op.out);
-  for (int i = threadIdx.x; i < op.n; i += kTinyThreads) {
+  for (int i = blockIdx.x * kTinyThreads + threadIdx.x; i < op.n; i += gridDim.x * kTinyThreads) {
     out[i] = apply<T>(f, element(op.a, op.a_mode, va, i), element(op.b, op.b_mode, vb, i));
   }
 }
@@ -51,7 +54,10 @@ __device__ __forceinline__ void run_typed(const TinyOp& op) {
 // The ops of a batch, in a kernel parameter block sized for up to C of them:
 // a launch copies its whole parameter block, so a batch of one op (the
 // residual add between two kernels of a decoding step) goes in 40 bytes, not
-// in the 4 KiB that a full batch needs.
+// in the 4 KiB that a full batch needs. A batch of one op runs over a block
+// per kTinyThreads elements (nothing after it in the batch waits for it):
+// one block walking 2048 elements, each thread load after load, took 3.5 us
+// on an H100, where MLX's kernel for the same add takes 1.2.
 template <int C>
 struct TinyOps {
   int32_t count;
@@ -83,7 +89,11 @@ void launch_ops(const TinyBatch& batch, cudaStream_t st) {
   TinyOps<C> ops;
   ops.count = batch.count;
   for (int k = 0; k < batch.count; ++k) ops.ops[k] = batch.ops[k];
-  tiny_kernel<C><<<1, kTinyThreads, 0, st>>>(ops);
+  const unsigned blocks =
+      C == 1 ? static_cast<unsigned>(std::max<int32_t>(1, (ops.ops[0].n + kTinyThreads - 1) /
+                                                              kTinyThreads))
+             : 1u;
+  tiny_kernel<C><<<blocks, kTinyThreads, 0, st>>>(ops);
 }
 
 }  // namespace
