@@ -126,3 +126,37 @@ def test_metal_kernel_is_made_but_raises_when_called():
                output_shapes=[(4,)], output_dtypes=[mx.float32])
     with pytest.raises(TypeError):
         mx.fast.metal_kernel("k", ["a"], ["b"])  # source is required
+
+
+def test_host_profile_counts_each_primitive_and_the_async_worker():
+    # TESSERA_HOST_PROFILE=1 prints, at exit, a line per primitive with its
+    # task count (inline ones apart) and each stream worker's idle time.
+    import os
+    import subprocess
+    import sys
+
+    program = (
+        "import tessera.core as mx\n"
+        "mx.set_default_device(mx.cpu)\n"
+        "x = mx.ones((8,))\n"
+        "mx.eval(mx.exp(x) + 1)\n"  # inline: Exp and Add on the calling thread
+        "y = mx.sin(x)\n"
+        "mx.async_eval(y)\n"  # on the stream's worker
+        "y.item() if y.size == 1 else y.tolist()\n"
+    )
+    env = dict(os.environ, TESSERA_HOST_PROFILE="1")
+    out = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True,
+                         text=True, timeout=120, check=True)
+    rows = {}
+    for line in out.stderr.splitlines():
+        parts = line.split()
+        if len(parts) == 7 and parts[1].isdigit():
+            rows[parts[0]] = (int(parts[1]), int(parts[2]), float(parts[3]))
+    assert "[host profile]" in out.stderr
+    assert rows["Exp"][:2] == (1, 1) and rows["Add"][:2] == (1, 1)
+    assert rows["Sin"][:2] == (1, 0)  # one task, not inline
+    assert all(median >= 0 for _, _, median in rows.values())
+    assert "worker idle" in out.stderr
+    quiet = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                           timeout=120, check=True)
+    assert "[host profile]" not in quiet.stderr
