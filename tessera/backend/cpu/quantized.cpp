@@ -69,12 +69,20 @@ void small_m_transposed(const C* x, int64_t M, int64_t K, const uint32_t* w, con
   }
   if constexpr ((B == 2 || B == 4 || B == 8) && std::is_same_v<C, float>) {
     // Float x, values that never straddle two words: the group sums come from
-    // the loop compiled per instruction set.
+    // the loop compiled per instruction set; for 4 bits, over x permuted once
+    // (Note [4-bit dots] in vector_math.cpp).
+    const bool q4 = B == 4 && K % 64 == 0 && group_size % 32 == 0;
+    std::vector<float> xt(q4 ? M * K : 0);
+    for (int64_t m = 0; q4 && m < M; ++m) cpu::permute_q4_x(x + m * K, K, xt.data() + m * K);
     cpu::parallel_for(N, std::max<int64_t>(1, 16384 / K), [&](int64_t n0, int64_t n1) {
       std::vector<float> dots(groups);
       for (int64_t n = n0; n < n1; ++n) {
         for (int64_t m = 0; m < M; ++m) {
-          cpu::q_group_dots(B, w + n * words, x + m * K, K, group_size, dots.data());
+          if (q4) {
+            cpu::q4_group_dots(w + n * words, xt.data() + m * K, K, group_size, dots.data());
+          } else {
+            cpu::q_group_dots(B, w + n * words, x + m * K, K, group_size, dots.data());
+          }
           float acc = 0.f;
           for (int64_t g = 0; g < groups; ++g) {
             using S = tessera::compute_t<T>;

@@ -33,6 +33,7 @@
 #include <cfloat>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 #if TESSERA_HAVE_HWY
 #undef HWY_TARGET_INCLUDE
@@ -322,6 +323,73 @@ void q_group_dots(const uint32_t* w, const float* x, int64_t K, int group_size, 
   }
 }
 
+// Note [4-bit dots]
+// dots[g] for 4-bit values with x permuted per block of 64 (permute_q4_x):
+// word j of a block holds values 8j..8j+7, and xt[8n + j] = x[8j + n], so a
+// vector of words shifted right by 4n holds, in lane j, the value whose x is
+// xt[8n + j]: per eight values a shift, an and, a conversion and a fused
+// multiply-add, with no shuffle. (gcc left the loop above scalar: a scalar
+// conversion and FMA per value.) Groups of 64 values or more sum whole
+// vectors; groups of 32 take the lanes of a block apart.
+void Q4GroupDots(const uint32_t* w, const float* xt, int64_t K, int group_size, float* dots) {
+  const int64_t groups = K / group_size, blocks = K / 64;
+  for (int64_t g = 0; g < groups; ++g) dots[g] = 0.f;
+#if TESSERA_HAVE_HWY
+  const hn::CappedTag<float, 8> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::RebindToUnsigned<decltype(df)> du;
+  const size_t N = hn::Lanes(df);
+  const auto mask = hn::Set(du, 15u);
+  auto value = [&](auto v) { return hn::ConvertTo(df, hn::BitCast(di, hn::And(v, mask))); };
+  auto block_half = [&](const uint32_t* wb, const float* xb, auto acc0, auto acc1) {
+    const auto v = hn::LoadU(du, wb);
+    acc0 = hn::MulAdd(value(v), hn::LoadU(df, xb), acc0);
+    acc1 = hn::MulAdd(value(hn::ShiftRight<4>(v)), hn::LoadU(df, xb + 8), acc1);
+    acc0 = hn::MulAdd(value(hn::ShiftRight<8>(v)), hn::LoadU(df, xb + 16), acc0);
+    acc1 = hn::MulAdd(value(hn::ShiftRight<12>(v)), hn::LoadU(df, xb + 24), acc1);
+    acc0 = hn::MulAdd(value(hn::ShiftRight<16>(v)), hn::LoadU(df, xb + 32), acc0);
+    acc1 = hn::MulAdd(value(hn::ShiftRight<20>(v)), hn::LoadU(df, xb + 40), acc1);
+    acc0 = hn::MulAdd(value(hn::ShiftRight<24>(v)), hn::LoadU(df, xb + 48), acc0);
+    acc1 = hn::MulAdd(hn::ConvertTo(df, hn::BitCast(di, hn::ShiftRight<28>(v))),
+                      hn::LoadU(df, xb + 56), acc1);
+    return std::make_pair(acc0, acc1);
+  };
+  if (group_size % 64 == 0) {
+    const int64_t per_group = group_size / 64;
+    for (int64_t g = 0; g < groups; ++g) {
+      auto acc0 = hn::Zero(df), acc1 = hn::Zero(df);
+      for (int64_t b = g * per_group; b < (g + 1) * per_group; ++b) {
+        for (size_t h = 0; h < 8; h += N) {
+          auto [a0, a1] = block_half(w + b * 8 + h, xt + b * 64 + h, acc0, acc1);
+          acc0 = a0, acc1 = a1;
+        }
+      }
+      dots[g] = hn::GetLane(hn::SumOfLanes(df, hn::Add(acc0, acc1)));
+    }
+    return;
+  }
+  HWY_ALIGN float lanes[8];
+  for (int64_t b = 0; b < blocks; ++b) {
+    for (size_t h = 0; h < 8; h += N) {
+      auto [a0, a1] = block_half(w + b * 8 + h, xt + b * 64 + h, hn::Zero(df), hn::Zero(df));
+      hn::Store(hn::Add(a0, a1), df, lanes);
+      for (size_t j = 0; j < N; ++j) dots[(b * 64 + (h + j) * 8) / group_size] += lanes[j];
+    }
+  }
+#else
+  for (int64_t b = 0; b < blocks; ++b) {
+    for (int j = 0; j < 8; ++j) {
+      const uint32_t word = w[b * 8 + j];
+      float acc = 0.f;
+      for (int n = 0; n < 8; ++n) {
+        acc += static_cast<float>((word >> (4 * n)) & 15u) * xt[b * 64 + 8 * n + j];
+      }
+      dots[(b * 64 + j * 8) / group_size] += acc;
+    }
+  }
+#endif
+}
+
 void QGroupDots(int bits, const uint32_t* w, const float* x, int64_t K, int group_size,
                 float* dots) {
   switch (bits) {
@@ -349,6 +417,7 @@ HWY_EXPORT(VectorMathSpan);
 HWY_EXPORT(VectorLoopSpan);
 HWY_EXPORT(VectorBinarySpan);
 HWY_EXPORT(QGroupDots);
+HWY_EXPORT(Q4GroupDots);
 #endif
 
 void vector_math(VectorMath f, const float* x, float* y, int64_t n) {
@@ -378,6 +447,22 @@ void q_group_dots(int bits, const uint32_t* w, const float* x, int64_t K, int gr
   HWY_DYNAMIC_DISPATCH(QGroupDots)(bits, w, x, K, group_size, dots);
 #else
   generic::QGroupDots(bits, w, x, K, group_size, dots);
+#endif
+}
+
+void permute_q4_x(const float* x, int64_t K, float* xt) {
+  for (int64_t b = 0; b < K / 64; ++b) {
+    for (int n = 0; n < 8; ++n) {
+      for (int j = 0; j < 8; ++j) xt[b * 64 + 8 * n + j] = x[b * 64 + 8 * j + n];
+    }
+  }
+}
+
+void q4_group_dots(const uint32_t* w, const float* xt, int64_t K, int group_size, float* dots) {
+#if TESSERA_HAVE_HWY
+  HWY_DYNAMIC_DISPATCH(Q4GroupDots)(w, xt, K, group_size, dots);
+#else
+  generic::Q4GroupDots(w, xt, K, group_size, dots);
 #endif
 }
 

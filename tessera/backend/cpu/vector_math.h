@@ -114,6 +114,11 @@ void vector_binary(VectorBinary f, Operands form, const float* a, const float* b
 void q_group_dots(int bits, const uint32_t* w, const float* x, int64_t K, int group_size,
                   float* dots);
 
+// The same for 4 bits, K a multiple of 64 and groups of a multiple of 32, x
+// permuted by permute_q4_x (once per x, for every row): Note [4-bit dots].
+void permute_q4_x(const float* x, int64_t K, float* xt);
+void q4_group_dots(const uint32_t* w, const float* xt, int64_t K, int group_size, float* dots);
+
 // out[i] = op(a[i], b[i]) for i < n, a or b read as one value where form says
 // so; out may be a or b.
 template <typename Op, typename In, typename Out>
