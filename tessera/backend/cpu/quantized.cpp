@@ -26,6 +26,7 @@ namespace {
 // Products with at most this many rows of x per weight matrix skip the
 // dequantized tile and BLAS.
 constexpr int kSmallM = 2;
+constexpr int kSmallM4 = 8;
 
 using quant::dispatch_float;
 
@@ -258,7 +259,12 @@ void QuantizedMatmul::eval_cpu(const std::vector<array>& inputs, array& out) {
     }
     if (K == 0) std::fill(ys, ys + out.size(), C(0));
     const int64_t words = w.shape(-1), groups = values / group_size_;
-    if (M <= kSmallM && K > 0) {
+    // 4-bit rows of float x take the dot products of Note [4-bit dots] up to
+    // kSmallM4 rows: faster there than a dequantized tile and BLAS.
+    const bool small =
+        M <= kSmallM || (std::is_same_v<C, float> && transpose_ && bits_ == 4 && M <= kSmallM4 &&
+                         values % 64 == 0 && group_size_ % 32 == 0);
+    if (small && K > 0) {
       quant::dispatch_bits(bits_, [&](auto bits) {
         constexpr int B = decltype(bits)::value;
         for (int64_t b = 0; b < batches; ++b) {
@@ -272,8 +278,8 @@ void QuantizedMatmul::eval_cpu(const std::vector<array>& inputs, array& out) {
     }
     // Rows of w per tile: about 1M values, at least 16 rows.
     const int64_t tile_rows = std::min<int64_t>(w_rows, std::max<int64_t>(16, (1 << 20) / values));
-    std::vector<C> tile(M <= kSmallM ? 0 : tile_rows * values);
-    for (int64_t b = 0; b < batches && M > kSmallM; ++b) {
+    std::vector<C> tile(small ? 0 : tile_rows * values);
+    for (int64_t b = 0; b < batches && !small; ++b) {
       const uint32_t* wb = w.data<uint32_t>() + b * w_rows * words;
       const T* sb = scales.data<T>() + b * w_rows * groups;
       const T* zb = biases.data<T>() + b * w_rows * groups;
