@@ -28,6 +28,13 @@ namespace {
 constexpr int kSmallM = 2;
 constexpr int kSmallM4 = 8;
 
+// Whether a row of K values of `bits` takes the dot products of Note [4-bit
+// dots] (cpu::q4_group_dots) with float x; such products take up to kSmallM4
+// rows of x in small_m_transposed.
+bool four_bit_dots(int bits, int64_t K, int group_size) {
+  return bits == 4 && K % 64 == 0 && group_size % 32 == 0;
+}
+
 using quant::dispatch_float;
 
 void allocate(array& a) { a.set_data(allocator::malloc(a.nbytes())); }
@@ -72,7 +79,7 @@ void small_m_transposed(const C* x, int64_t M, int64_t K, const uint32_t* w, con
     // Float x, values that never straddle two words: the group sums come from
     // the loop compiled per instruction set; for 4 bits, over x permuted once
     // (Note [4-bit dots] in vector_math.cpp).
-    const bool q4 = B == 4 && K % 64 == 0 && group_size % 32 == 0;
+    const bool q4 = four_bit_dots(B, K, group_size);
     std::vector<float> xt(q4 ? M * K : 0);
     for (int64_t m = 0; q4 && m < M; ++m) cpu::permute_q4_x(x + m * K, K, xt.data() + m * K);
     cpu::parallel_for(N, std::max<int64_t>(1, 16384 / K), [&](int64_t n0, int64_t n1) {
@@ -262,8 +269,8 @@ void QuantizedMatmul::eval_cpu(const std::vector<array>& inputs, array& out) {
     // 4-bit rows of float x take the dot products of Note [4-bit dots] up to
     // kSmallM4 rows: faster there than a dequantized tile and BLAS.
     const bool small =
-        M <= kSmallM || (std::is_same_v<C, float> && transpose_ && bits_ == 4 && M <= kSmallM4 &&
-                         values % 64 == 0 && group_size_ % 32 == 0);
+        M <= kSmallM || (std::is_same_v<C, float> && transpose_ && M <= kSmallM4 &&
+                         four_bit_dots(bits_, values, group_size_));
     if (small && K > 0) {
       quant::dispatch_bits(bits_, [&](auto bits) {
         constexpr int B = decltype(bits)::value;
