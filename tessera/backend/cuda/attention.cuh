@@ -638,15 +638,28 @@ __device__ __forceinline__ float block_reduce(float x, float* red) {
   return x;
 }
 
+// Where row `row` (batch, query head, query) of o finds its partial results:
+// its query head h, its row r among the kDecodeRows of its k/v head, and the
+// first of its (batch, k/v head)'s splits.
+struct CombinePlace {
+  int h, r;
+  int64_t part0;
+};
+
+__device__ __forceinline__ CombinePlace combine_place(const FwdParams& p, int splits,
+                                                      int64_t row) {
+  const int i = row % p.tq, h = (row / p.tq) % p.hq, b = row / (static_cast<int64_t>(p.tq) * p.hq);
+  const int rep = p.hq / p.hkv, hk = h / rep;
+  return {h, (h % rep) * p.tq + i, (static_cast<int64_t>(b) * p.hkv + hk) * splits};
+}
+
 // Row `row` (batch, query head, query) of o and lse, by the kCombineThreads
 // threads of a block; wts: splits floats of shared memory, red: a float a warp.
 template <typename T>
 __device__ void combine_row(const FwdParams& p, int splits, const float* po, const float* pm,
                             const float* pl, int64_t row, float* wts, float* red) {
   const int tid = threadIdx.x;
-  const int i = row % p.tq, h = (row / p.tq) % p.hq, b = row / (static_cast<int64_t>(p.tq) * p.hq);
-  const int rep = p.hq / p.hkv, hk = h / rep, r = (h % rep) * p.tq + i;
-  const int64_t part0 = (static_cast<int64_t>(b) * p.hkv + hk) * splits;
+  const auto [h, r, part0] = combine_place(p, splits, row);
   float m = -INFINITY;
   for (int sp = tid; sp < splits; sp += kCombineThreads) {
     const int64_t q = (part0 + sp) * kDecodeRows + r;
@@ -683,9 +696,7 @@ template <typename T, int D>
 __device__ __forceinline__ void combine_row_warp(const FwdParams& p, int splits, const float* po,
                                                  const float* pm, const float* pl, int64_t row,
                                                  int lane) {
-  const int i = row % p.tq, h = (row / p.tq) % p.hq, b = row / (static_cast<int64_t>(p.tq) * p.hq);
-  const int rep = p.hq / p.hkv, hk = h / rep, r = (h % rep) * p.tq + i;
-  const int64_t part0 = (static_cast<int64_t>(b) * p.hkv + hk) * splits;
+  const auto [h, r, part0] = combine_place(p, splits, row);
   constexpr int C = D / 32;
   float m = -INFINITY, l = 0.f, acc[C];
 #pragma unroll
