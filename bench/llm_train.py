@@ -7,16 +7,18 @@ and the optimizer's state as inputs and outputs), so the same code measures
 Tessera (through its mlx alias) and MLX CUDA; and the same model in PyTorch,
 eager and under torch.compile. One framework per process:
 
-    python3 bench/llm_train.py tessera|mlx|torch [MODEL] [--dtype float32|bfloat16]
+    python3 bench/llm_train.py tessera|mlx [MODEL] [--dtype float32|bfloat16]
                                [--batch B] [--seq L] [--steps N] [--eager]
+    python3 bench/llm_train.py torch [MODEL] [--dtype ...] [...] [--compile]
 
 MODEL: 124m (d 768, 12 layers of 12 heads, ff 2048, vocab 32000; the default)
 or tiny (checks the script on any device). float32 allows TF32 products in all
 three (MLX CUDA's default; torch.backends.cuda.matmul.allow_tf32); bfloat16
 makes the weights bfloat16, with the optimizer's state in the weights' dtype
 in all three (MLX's and PyTorch's AdamW both keep it so). --eager leaves the
-MLX-API step uncompiled; for PyTorch it drops torch.compile (both rows are
-printed otherwise: torch and torch_compile). Prints JSON lines
+MLX-API step uncompiled (rows named ..._eager); PyTorch runs eagerly unless
+--compile (torch.compile of the model), under the same row names, so that
+scripts/gpu-peers compares each with Tessera's compiled step. Prints JSON lines
 (bench/measure.py): seconds per step and the batch's tokens, the median of the
 timed steps, each step's loss read before the next starts (as a training loop
 that logs it does). The first and last losses go to stderr: they must fall.
@@ -115,7 +117,7 @@ def run_mlx_api(a):
 
     data = batches(args.vocab_size, a.batch, a.seq, WARMUP + a.steps)
     seconds, losses = timed_steps(run, data, lambda loss: loss.item())
-    tag = "" if a.eager else "_compiled"
+    tag = "_eager" if a.eager else ""
     finish(f"llm_train_{a.model}_{a.dtype}{tag}", seconds, losses, a.batch * a.seq)
 
 
@@ -192,11 +194,10 @@ def run_torch(a):
         return step
 
     data = batches(args.vocab_size, a.batch, a.seq, WARMUP + a.steps)
-    rows = [("", model)] if a.eager else [("", model), ("_compile", torch.compile(model))]
-    for tag, forward in rows:
-        sync()
-        seconds, losses = timed_steps(make_step(forward), data, lambda loss: loss.item())
-        finish(f"llm_train_{a.model}_{a.dtype}{tag}", seconds, losses, a.batch * a.seq)
+    step = make_step(torch.compile(model) if a.compile else model)
+    sync()
+    seconds, losses = timed_steps(step, data, lambda loss: loss.item())
+    finish(f"llm_train_{a.model}_{a.dtype}", seconds, losses, a.batch * a.seq)
 
 
 def main():
@@ -207,7 +208,8 @@ def main():
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seq", type=int, default=1024)
     ap.add_argument("--steps", type=int, default=10)
-    ap.add_argument("--eager", action="store_true")
+    ap.add_argument("--eager", action="store_true", help="MLX API: the step uncompiled")
+    ap.add_argument("--compile", action="store_true", help="PyTorch: torch.compile the model")
     a = ap.parse_args()
     if a.framework == "torch":
         try:  # lm.py's arguments only: through MLX's names
