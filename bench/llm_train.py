@@ -11,8 +11,9 @@ eager and under torch.compile. One framework per process:
                                [--batch B] [--seq L] [--steps N] [--eager]
     python3 bench/llm_train.py torch [MODEL] [--dtype ...] [...] [--compile]
 
-MODEL: 124m (d 768, 12 layers of 12 heads, ff 2048, vocab 32000; the default)
-or tiny (checks the script on any device). float32 allows TF32 products in all
+MODEL: 124m (d 768, 12 layers of 12 heads, ff 2048, vocab 32000; the default),
+small (d 256, 4 layers of 4 heads, ff 768, vocab 2048: for a CPU) or tiny
+(checks the script on any device). float32 allows TF32 products in all
 three (MLX CUDA's default; torch.backends.cuda.matmul.allow_tf32); bfloat16
 makes the weights bfloat16, with the optimizer's state in the weights' dtype
 in all three (MLX's and PyTorch's AdamW both keep it so). --eager leaves the
@@ -36,6 +37,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 MODELS = {
     "124m": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
                  intermediate_size=2048, vocab_size=32000, max_position_embeddings=4096),
+    "small": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
+                  intermediate_size=768, vocab_size=2048, max_position_embeddings=4096),
     "tiny": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                  intermediate_size=128, vocab_size=256, max_position_embeddings=512),
 }

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "tessera/core/gpu.h"
+#include "tessera/core/grouped.h"
 #include "tessera/core/host_profile.h"
 #include "tessera/core/primitive.h"
 #include "tessera/core/scheduler.h"
@@ -202,6 +203,79 @@ struct NodeTask {
   }
 };
 
+// The task of one tape node, which leaves the node: the task then holds the
+// only references to the node's inputs (a tracer's node stays).
+NodeTask node_task(array arr) {
+  auto* n = arr.node();
+  NodeTask task;
+  const bool tracer = arr.is_tracer();
+  if (n->primitive->as_unary()) {
+    task.output = std::move(arr);
+  } else if (n->num_outputs() == 1) {
+    task.outputs.push_back(arr);
+  } else {
+    task.outputs.reserve(n->num_outputs());
+    auto siblings = arr.siblings();
+    for (size_t i = 0; i < n->num_outputs(); ++i) {
+      if (static_cast<int>(i) == arr.position()) {
+        task.outputs.push_back(arr);
+        continue;
+      }
+      bool found = false;
+      for (auto& s : siblings) {
+        if (s.position() == static_cast<int>(i)) {
+          task.outputs.push_back(s);
+          found = true;
+          break;
+        }
+      }
+      if (!found) {
+        // A dropped sibling: the kernel still writes it, into a temporary.
+        task.outputs.push_back(array(n->output_shapes[i], n->output_dtypes[i], nullptr, {}));
+      }
+    }
+  }
+  if (tracer) {
+    // Transforms walk this graph later (Note [Tracers]): it stays.
+    task.primitive = n->primitive;
+    task.inputs = n->inputs;
+    task.for_each_output([](array& out) { out.set_status(ArrayStatus::scheduled); });
+  } else {
+    task.primitive = std::move(n->primitive);
+    task.inputs = std::move(n->inputs);
+    // The node dies with the last detach; the task then holds the only
+    // references to the inputs that this node had.
+    task.for_each_output([](array& out) {
+      out.set_status(ArrayStatus::scheduled);
+      out.detach();
+    });
+  }
+  return task;
+}
+
+// One task for the products of a group (tape positions `members`, none a
+// tracer): the members' outputs, x and then each member's other inputs.
+NodeTask grouped_task(Tape& tape, const std::vector<size_t>& members) {
+  NodeTask task;
+  std::vector<std::shared_ptr<Primitive>> primitives;
+  std::vector<int> arity;
+  for (size_t i : members) {
+    array arr = std::move(tape[i]);
+    auto* n = arr.node();
+    if (task.inputs.empty()) task.inputs.push_back(n->inputs[0]);
+    arity.push_back(static_cast<int>(n->inputs.size()));
+    for (size_t j = 1; j < n->inputs.size(); ++j) task.inputs.push_back(std::move(n->inputs[j]));
+    primitives.push_back(std::move(n->primitive));
+    arr.set_status(ArrayStatus::scheduled);
+    arr.detach();
+    task.outputs.push_back(std::move(arr));
+  }
+  const Stream stream = primitives[0]->stream();
+  task.primitive =
+      std::make_shared<GroupedProducts>(stream, std::move(primitives), std::move(arity));
+  return task;
+}
+
 // Consecutive tasks of one stream, handed to it together: one queue operation
 // and one wake-up per batch instead of per node.
 class Batcher {
@@ -291,59 +365,37 @@ void schedule(const std::vector<array>& outputs, bool synchronous) {
     }
     if (inline_stream) here.reserve(tape.size());
     Batcher batcher;
-    for (auto& slot : tape) {
-      // Moved out so that the tape does not keep results alive (see Note [Donation]).
-      array arr = std::move(slot);
-      auto* n = arr.node();
-      NodeTask task;
-      const bool tracer = arr.is_tracer();
-      if (n->primitive->as_unary()) {
-        task.output = std::move(arr);
-      } else if (n->num_outputs() == 1) {
-        task.outputs.push_back(arr);
-      } else {
-        task.outputs.reserve(n->num_outputs());
-        auto siblings = arr.siblings();
-        for (size_t i = 0; i < n->num_outputs(); ++i) {
-          if (static_cast<int>(i) == arr.position()) {
-            task.outputs.push_back(arr);
-            continue;
-          }
-          bool found = false;
-          for (auto& s : siblings) {
-            if (s.position() == static_cast<int>(i)) {
-              task.outputs.push_back(s);
-              found = true;
-              break;
-            }
-          }
-          if (!found) {
-            // A dropped sibling: the kernel still writes it, into a temporary.
-            task.outputs.push_back(array(n->output_shapes[i], n->output_dtypes[i], nullptr, {}));
-          }
-        }
-      }
-      Stream stream = n->primitive->stream();
-      if (tracer) {
-        // Transforms walk this graph later (Note [Tracers]): it stays.
-        task.primitive = n->primitive;
-        task.inputs = n->inputs;
-        task.for_each_output([](array& out) { out.set_status(ArrayStatus::scheduled); });
-      } else {
-        task.primitive = std::move(n->primitive);
-        task.inputs = std::move(n->inputs);
-        // The node dies with the last detach; the task then holds the only
-        // references to the inputs that this node had.
-        task.for_each_output([](array& out) {
-          out.set_status(ArrayStatus::scheduled);
-          out.detach();
-        });
-      }
+    auto hand_over = [&](NodeTask task) {
+      const Stream stream = task.primitive->stream();
       if (inline_stream) {
         here.push_back(std::move(task));
       } else {
         batcher.add(stream, std::move(task));
       }
+    };
+    // Note [Grouped products] (core/grouped.h): a group runs as one task at
+    // its first member's place, after the nodes it needs from later places.
+    constexpr int kAlone = -1, kMoved = -2;
+    const auto groups = group_products(tape);
+    std::vector<int> role;  // per tape place: kAlone, kMoved, or the group it leads
+    if (!groups.empty()) {
+      role.assign(tape.size(), kAlone);
+      for (size_t g = 0; g < groups.size(); ++g) {
+        for (size_t i : groups[g].members) role[i] = kMoved;
+        for (size_t i : groups[g].hoisted) role[i] = kMoved;
+        role[groups[g].members[0]] = static_cast<int>(g);
+      }
+    }
+    for (size_t t = 0; t < tape.size(); ++t) {
+      const int r = role.empty() ? kAlone : role[t];
+      if (r == kMoved) continue;
+      if (r >= 0) {
+        for (size_t h : groups[r].hoisted) hand_over(node_task(std::move(tape[h])));
+        hand_over(grouped_task(tape, groups[r].members));
+        continue;
+      }
+      // Moved out so that the tape does not keep results alive (see Note [Donation]).
+      hand_over(node_task(std::move(tape[t])));
     }
     batcher.flush();
     Scratch<Tape>::give_back(std::move(tape));

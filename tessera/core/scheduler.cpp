@@ -92,6 +92,8 @@ class StreamWorker {
  private:
   void run() {
     tl_stream_index = index_;
+    // Each worker has an idle line, also one that found its first task waiting.
+    if (host_profile::enabled()) host_profile::record_idle(index_, 0);
     std::unique_lock l(mutex_);
     while (true) {
       const int64_t idle0 = queue_.empty() && host_profile::enabled() ? host_profile::now_ns() : 0;

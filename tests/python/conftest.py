@@ -1,8 +1,14 @@
+import os
+
 import numpy as np
 import pytest
 from hypothesis import settings
 
-import tessera.core as mx
+# float32 products in full float32 on the GPU too, for the tests' tolerances
+# (MLX's default, kept by Tessera, is TF32: test_products.py checks both).
+os.environ.setdefault("MLX_ENABLE_TF32", "0")
+
+import tessera.core as mx  # noqa: E402
 
 # The same generated examples on every run, and no example database in the tree.
 settings.register_profile("tessera", database=None, derandomize=True)

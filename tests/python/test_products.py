@@ -136,3 +136,160 @@ def test_bad_input_is_refused_with_the_op_name(device):
         mx.diff(mx.zeros((2, 3)), -1)
     with pytest.raises(TypeError):
         mx.vecdot(a=mx.zeros(3), b=mx.zeros(3))  # positional-only
+
+
+# x @ W.T with few rows of x, as decoding does through nn.Linear: on the GPU
+# the matrix-vector kernel (Note [Dense GEMV]) where K and the strides are
+# whole 16-byte chunks, cuBLASLt elsewhere; against float64 NumPy on the same
+# rounded inputs.
+@pytest.mark.parametrize("dtype,tol", [(mx.float32, 1e-5), (mx.float16, 2e-3),
+                                       (mx.bfloat16, 1e-2)])
+@pytest.mark.parametrize("lead,n,k", [((1,), 130, 256), ((3,), 5, 24), ((8,), 1000, 64),
+                                      ((9,), 33, 16), ((2, 1), 17, 40), ((2, 4), 7, 8),
+                                      ((1, 1), 64, 12), ((5,), 3, 1032)])
+def test_matmul_of_few_rows_with_transposed_weights_matches_numpy(dtype, tol, lead, n, k, rng,
+                                                                  device):
+    x = mx.array(rng.standard_normal(lead + (k,)).astype(np.float32)).astype(dtype)
+    w = mx.array(rng.standard_normal((n, k)).astype(np.float32)).astype(dtype)
+    got = x @ w.T
+    assert got.dtype == dtype and got.shape == lead + (n,)
+    xf = np.array(x.astype(mx.float32), np.float64)
+    wf = np.array(w.astype(mx.float32), np.float64)
+    want = xf @ wf.T
+    scale = np.sqrt(k)  # the typical size of a sum of k unit products
+    np.testing.assert_allclose(np.array(got.astype(mx.float32)), want, rtol=tol, atol=tol * scale)
+
+
+def test_matmul_of_few_rows_reads_strided_rows_and_per_batch_weights(rng, device):
+    x = rng.standard_normal((4, 2, 48)).astype(np.float32)
+    w = rng.standard_normal((4, 24, 32)).astype(np.float32)
+    # Rows of x at a stride of 48 values, 32 of them used; one weight matrix per batch element.
+    got = mx.array(x)[..., :32] @ mx.swapaxes(mx.array(w), -1, -2)
+    np.testing.assert_allclose(np.array(got), x[..., :32] @ np.swapaxes(w, -1, -2), rtol=1e-5,
+                               atol=1e-5)
+    # One weight matrix for every batch element, x broadcast over a middle axis.
+    shared = rng.standard_normal((24, 32)).astype(np.float32)
+    xb = mx.broadcast_to(mx.array(x[:1, :1, :32]), (2, 3, 1, 32))
+    got = xb @ mx.array(shared).T
+    want = np.broadcast_to(x[:1, :1, :32], (2, 3, 1, 32)) @ shared.T
+    np.testing.assert_allclose(np.array(got), want, rtol=1e-5, atol=1e-5)
+
+
+_TF32_PROBE = """
+import sys
+import numpy as np
+import tessera.core as mx
+rng = np.random.default_rng(0)
+a = rng.standard_normal((64, 4096)).astype(np.float32)
+b = rng.standard_normal((4096, 64)).astype(np.float32)
+want = a.astype(np.float64) @ b.astype(np.float64)
+for d in [mx.cpu] + ([mx.gpu] if mx.is_available(mx.gpu) else []):
+    got = np.array(mx.matmul(mx.array(a), mx.array(b), stream=d), np.float64)
+    print("gpu" if d == mx.gpu else "cpu", np.linalg.norm(got - want) / np.linalg.norm(want))
+"""
+
+
+@pytest.mark.parametrize("setting", [None, "1", "0"])
+def test_float32_products_use_tf32_on_the_gpu_unless_mlx_enable_tf32_is_0(setting):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ)
+    env.pop("MLX_ENABLE_TF32", None)
+    if setting is not None:
+        env["MLX_ENABLE_TF32"] = setting
+    out = subprocess.run([sys.executable, "-c", _TF32_PROBE], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    errors = dict(zip(out[::2], map(float, out[1::2])))
+    # float32 sums of 4096 products: about 1e-7 relative; TF32's 10-bit
+    # mantissas: about 1e-4. The CPU never uses TF32 (as MLX's CPU).
+    assert errors["cpu"] < 1e-6
+    if "gpu" in errors:
+        if setting == "0":
+            assert errors["gpu"] < 1e-6
+        else:
+            assert 1e-6 < errors["gpu"] < 2e-3
+
+
+# Products of one x with several weights evaluated together run as one task
+# (Note [Grouped products]); on the GPU one launch. Each must equal its own
+# product, also where a weight is made in the same graph or depends on
+# another member, and under transforms.
+@pytest.mark.parametrize("dtype,tol", [(mx.float32, 1e-5), (mx.bfloat16, 1e-2)])
+def test_products_of_one_x_evaluated_together_match_numpy(dtype, tol, rng, device):
+    x = mx.array(rng.standard_normal((2, 1, 64)).astype(np.float32)).astype(dtype)
+    ws = [mx.array(rng.standard_normal((n, 64)).astype(np.float32)).astype(dtype)
+          for n in (64, 16, 16, 40, 8)]
+    mx.eval(x, *ws)
+    h = x * 2  # x unevaluated, as a norm's output is
+    made = ws[3] + 1  # a weight computed in the same graph
+    outs = [h @ ws[0].T, h @ ws[1].T, h @ ws[2].T, h @ made.T, h @ ws[4].T]
+    mx.eval(*outs)
+    xf = 2 * np.array(x.astype(mx.float32), np.float64)
+    wf = [np.array(w.astype(mx.float32), np.float64) for w in ws]
+    wf[3] = np.array((ws[3] + 1).astype(mx.float32), np.float64)
+    for got, w in zip(outs, wf):
+        np.testing.assert_allclose(np.array(got.astype(mx.float32)), xf @ w.T, rtol=tol,
+                                   atol=tol * 8)
+
+
+def test_products_that_depend_on_each_other_are_not_run_together(rng, device):
+    x = mx.array(rng.standard_normal((1, 8)).astype(np.float32))
+    w1 = mx.array(rng.standard_normal((8, 8)).astype(np.float32))
+    a = x @ w1.T
+    b = x @ (w1 + a.T @ x).T  # the second weight needs the first product
+    mx.eval(a, b)
+    xn, wn = np.array(x), np.array(w1)
+    an = xn @ wn.T
+    np.testing.assert_allclose(np.array(a), an, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.array(b), xn @ (wn + an.T @ xn).T, rtol=1e-5, atol=1e-4)
+
+
+def test_gradients_through_products_of_one_x_match_numpy(rng, device):
+    x = mx.array(rng.standard_normal((1, 16)).astype(np.float32))
+    w1 = mx.array(rng.standard_normal((4, 16)).astype(np.float32))
+    w2 = mx.array(rng.standard_normal((3, 16)).astype(np.float32))
+
+    def f(x, w1, w2):
+        return (x @ w1.T).sum() + ((x @ w2.T) ** 2).sum()
+
+    gx, g1, g2 = mx.grad(f, argnums=(0, 1, 2))(x, w1, w2)
+    xn, w1n, w2n = np.array(x), np.array(w1), np.array(w2)
+    y2 = xn @ w2n.T
+    np.testing.assert_allclose(np.array(gx), w1n.sum(0, keepdims=True) + 2 * y2 @ w2n,
+                               rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.array(g1), np.repeat(xn, 4, 0), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.array(g2), 2 * y2.T @ xn, rtol=1e-4, atol=1e-4)
+
+
+_GROUP_PROBE = """
+import numpy as np
+import tessera.core as mx
+import tessera.nn as nn
+rng = np.random.default_rng(0)
+x = mx.array(rng.standard_normal((1, 1, 64)).astype(np.float32))
+layers = [nn.Linear(64, n, bias=False) for n in (64, 16, 16)]
+quantized = [nn.QuantizedLinear.from_linear(l) for l in layers[:2]]
+mx.eval([l.parameters() for l in layers + quantized])
+h = nn.RMSNorm(64)(x)
+outs = [l(h) for l in layers] + [q(h) for q in quantized]
+mx.eval(*outs)
+hn = np.array(nn.RMSNorm(64)(x))
+for l, y in zip(layers, outs):
+    np.testing.assert_allclose(np.array(y), hn @ np.array(l.weight).T, rtol=1e-5, atol=1e-5)
+"""
+
+
+def test_linear_layers_of_one_input_run_as_one_task_per_kind():
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TESSERA_HOST_PROFILE="1")
+    run = subprocess.run([sys.executable, "-c", _GROUP_PROBE], env=env, capture_output=True,
+                         text=True, check=True)
+    rows = {line.split()[0]: line.split()[1:] for line in run.stderr.splitlines() if line}
+    # One task for q, k and v, one for the two quantized layers; no Matmul of its own.
+    assert rows["GroupedProducts"][0] == "2"
+    assert "Matmul" not in rows and "QuantizedMatmul" not in rows

@@ -10,10 +10,13 @@
 // unexpanded. Batch axes are collapsed: the last run of uniform strides
 // (stride 0 for broadcast) is one strided-batch call, the rest a loop.
 //
-// float32 computes in float32 (CUBLAS_COMPUTE_32F: TF32 stays off), float16
-// and bfloat16 accumulate in float32, float64 and complex64 in their own type.
+// float32 multiplies on the tensor cores in TF32 (CUBLAS_COMPUTE_32F_FAST_TF32)
+// unless MLX_ENABLE_TF32=0, MLX's variable and default, then in float32;
+// float16 and bfloat16 accumulate in float32, float64 and complex64 in their
+// own type.
 // Integer and bool operands, prepared the same way, go to integer_gemm
-// (matmul_int.cu) instead of cuBLASLt.
+// (matmul_int.cu) instead of cuBLASLt, and x @ W^T with at most 8 rows of x
+// (decoding) to the matrix-vector kernel of gemv.cuh.
 //
 // gpu::gemm (matmul.h) runs the same cuBLASLt path for other kernels, on
 // device matrices they lay out themselves, into rows of a stride of their own.
@@ -21,6 +24,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -33,8 +37,10 @@
 #include "tessera/backend/common/strided.h"
 #include "tessera/backend/cuda/copy.h"
 #include "tessera/backend/cuda/device.h"
+#include "tessera/backend/cuda/gemv.h"
 #include "tessera/backend/cuda/matmul.h"
 #include "tessera/backend/cuda/matmul_int.h"
+#include "tessera/core/grouped.h"
 #include "tessera/ops/primitives/matmul.h"
 
 namespace tessera {
@@ -73,9 +79,20 @@ struct GemmTypes {
   cudaDataType_t scale;
 };
 
+// MLX_ENABLE_TF32 as MLX reads it: an integer, 1 when unset or empty.
+bool tf32_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("MLX_ENABLE_TF32");
+    return !v || !*v || std::atoi(v) != 0;
+  }();
+  return on;
+}
+
 GemmTypes gemm_types(Dtype t, const char* op) {
   switch (t.val) {
-    case Dtype::Val::float32: return {CUDA_R_32F, CUBLAS_COMPUTE_32F, CUDA_R_32F};
+    case Dtype::Val::float32:
+      return {CUDA_R_32F, tf32_enabled() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+              CUDA_R_32F};
     case Dtype::Val::float16: return {CUDA_R_16F, CUBLAS_COMPUTE_32F, CUDA_R_32F};
     case Dtype::Val::bfloat16: return {CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F};
     case Dtype::Val::float64: return {CUDA_R_64F, CUBLAS_COMPUTE_64F, CUDA_R_64F};
@@ -336,6 +353,39 @@ void gemm(const Operand& a, const Operand& b, void* dst, int64_t ldc, const Stri
   }
 }
 
+// The rows of x for the matrix-vector kernel (Note [Dense GEMV]) in x @ W^T,
+// W in rows and shared by every batch element: the batch elements' rows of
+// x, at one stride; 0 where that does not apply (then cuBLASLt).
+int64_t gemv_rows(const Operand& a, const Operand& b, const Shape& batch_shape, int64_t M) {
+  if (a.trans || !b.trans || M > 8) return 0;
+  int64_t rows = M, stride = M * a.ld;
+  for (int d = static_cast<int>(batch_shape.size()) - 1; d >= 0; --d) {
+    if (batch_shape[d] == 1) continue;
+    if (b.batch_strides[d] != 0 || a.batch_strides[d] != stride) return 0;
+    rows *= batch_shape[d];
+    stride *= batch_shape[d];
+  }
+  return rows;
+}
+
+// x @ W^T for a few rows of x (decoding) through the matrix-vector kernel;
+// false where it does not apply.
+bool few_rows(const Operand& a, const Operand& b, const Shape& batch_shape, int64_t M, int64_t N,
+              int64_t K, void* dst, Dtype dtype, const Stream& s) {
+  const int64_t rows = gemv_rows(a, b, batch_shape, M);
+  return rows > 0 && gpu::dense_gemv(a.data, a.ld, b.data, b.ld, dst, N, dtype, rows, N, K, s);
+}
+
+// Whether x (..., R, C) is read in place with rows dense (no copy by prepare).
+bool rows_in_place(const array& x, bool want_trans) {
+  const int nd = static_cast<int>(x.ndim());
+  bool trans;
+  int64_t ld;
+  return nd >= 2 && lt_layout(x.shape(nd - 2), x.shape(nd - 1), x.strides()[nd - 2],
+                              x.strides()[nd - 1], trans, ld) &&
+         trans == want_trans;
+}
+
 // out = alpha (a @ b) [+ beta c]: the shared body of Matmul and AddMM.
 void eval_product(const array& a_in, const array& b_in, const array* c, array& out, float alpha,
                   float beta, const Stream& s, const char* op) {
@@ -382,6 +432,7 @@ void eval_product(const array& a_in, const array& b_in, const array* c, array& o
   }
   Operand a = prepare(a_in, s, op);
   Operand b = prepare(b_in, s, op);
+  if (!c && alpha == 1.f && few_rows(a, b, batch_shape, M, N, K, dst, out.dtype(), s)) return;
   if (is_inexact(out.dtype())) {
     gemm(a, b, dst, N, dense_batch_strides(batch_shape, M * N), out.dtype(), batch_shape, M, N,
          K, alpha, beta, s, op);
@@ -391,6 +442,41 @@ void eval_product(const array& a_in, const array& b_in, const array* c, array& o
 }
 
 }  // namespace
+
+bool gpu::grouped_matmul(const GroupedProducts& g, const std::vector<array>& inputs,
+                         std::vector<array>& outputs) {
+  const Stream& s = g.stream();
+  const array& x = inputs[0];
+  const int nd = static_cast<int>(x.ndim());
+  const Dtype dtype = outputs[0].dtype();
+  if (!rows_in_place(x, false)) return false;
+  const int64_t M = x.shape(nd - 2), K = x.shape(nd - 1);
+  std::vector<array> weights;
+  for (size_t i = 0; i < g.size(); ++i) {
+    weights.push_back(g.member_inputs(i, inputs)[1]);
+    const array& out = outputs[i];
+    if (out.size() == 0 || out.dtype() != dtype || static_cast<int>(out.ndim()) != nd ||
+        !rows_in_place(weights.back(), true)) {
+      return false;
+    }
+  }
+  const Operand a = prepare(x, s, "Matmul");
+  std::vector<gpu::GemvWeight> ws;
+  int64_t rows = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Operand b = prepare(weights[i], s, "Matmul");
+    const Shape batch_shape(outputs[i].shape().begin(), outputs[i].shape().end() - 2);
+    const int64_t r = gemv_rows(a, b, batch_shape, M);
+    if (r == 0 || (rows != 0 && r != rows)) return false;
+    rows = r;
+    const int64_t N = outputs[i].shape(nd - 1);
+    ws.push_back({b.data, b.ld, nullptr, N, N});
+  }
+  const int count = static_cast<int>(ws.size());
+  if (!gpu::dense_gemv_applies(a.data, a.ld, ws.data(), count, dtype, rows, K)) return false;
+  for (int i = 0; i < count; ++i) ws[i].y = gpu::allocate_output(outputs[i], s);
+  return gpu::dense_gemv(a.data, a.ld, ws.data(), count, dtype, rows, K, s);
+}
 
 void gpu::gemm(const StridedMatrix& a, const StridedMatrix& b, void* c, int64_t ldc,
                const Strides& c_batch_strides, Dtype dtype, const Shape& batch_shape, int64_t M,

@@ -7,10 +7,15 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "tessera/backend/cuda/matmul_int.h"
 #include "tessera/core/array.h"
 #include "tessera/core/device.h"
+
+namespace tessera {
+class GroupedProducts;
+}
 
 namespace tessera::gpu {
 
@@ -21,5 +26,15 @@ namespace tessera::gpu {
 void gemm(const StridedMatrix& a, const StridedMatrix& b, void* c, int64_t ldc,
           const Strides& c_batch_strides, Dtype dtype, const Shape& batch_shape, int64_t M,
           int64_t N, int64_t K, const Stream& s, const char* op);
+
+// The members of a group of products (Note [Grouped products] in
+// core/grouped.h), Matmul or QuantizedMatmul of one x, in one launch where
+// the matrix-vector kernels apply to all of them: allocates the outputs and
+// queues the launch on the group's stream; false, queueing and allocating
+// nothing, otherwise. (grouped_quantized_matmul is in quantized.cu.)
+bool grouped_matmul(const GroupedProducts& g, const std::vector<array>& inputs,
+                    std::vector<array>& outputs);
+bool grouped_quantized_matmul(const GroupedProducts& g, const std::vector<array>& inputs,
+                              std::vector<array>& outputs);
 
 }  // namespace tessera::gpu

@@ -23,8 +23,10 @@
 #include "tessera/backend/common/views.h"
 #include "tessera/backend/cuda/copy.h"
 #include "tessera/backend/cuda/device.h"
+#include "tessera/backend/cuda/matmul.h"
 #include "tessera/backend/cuda/quantized.cuh"
 #include "tessera/backend/cuda/reduce.cuh"
+#include "tessera/core/grouped.h"
 #include "tessera/ops/primitives/matmul.h"
 #include "tessera/ops/primitives/quantized.h"
 
@@ -322,6 +324,62 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
   Matmul(s).eval_gpu({a, b}, product);
   Strides strides = row_major_strides(out.shape());
   out.move_shared_buffer(product, strides, compute_flags(out.shape(), strides), out.size());
+}
+
+bool gpu::grouped_quantized_matmul(const GroupedProducts& g, const std::vector<array>& inputs,
+                                   std::vector<array>& outputs) {
+  const auto& first = dynamic_cast<const QuantizedMatmul&>(g.member(0));
+  const auto [group_size, bits, transpose] = first.parameters();
+  const Stream& s = g.stream();
+  const array& x = inputs[0];
+  const Dtype t = outputs[0].dtype();
+  const bool half = t == float16 || t == bfloat16;
+  if (!transpose || t == float64 || x.dtype() != t || !x.flags().row_contiguous ||
+      g.size() > size_t(qmm::GemvWeights<float>::kMax)) {
+    return false;
+  }
+  const int64_t K = x.shape(-1), M = static_cast<int64_t>(x.size()) / std::max<int64_t>(K, 1);
+  if (M < 1 || M > (half ? 1 : qmm::kGemvMaxRows)) return false;
+  const void* xp = device_ptr(x, s);
+  std::vector<std::vector<array>> members;
+  for (size_t i = 0; i < g.size(); ++i) {
+    members.push_back(g.member_inputs(i, inputs));
+    const auto& in = members.back();
+    if (in.size() != 4 || outputs[i].size() == 0 || outputs[i].dtype() != t) return false;
+    const array& w = in[1];
+    if (w.ndim() != 2 || w.shape(-1) * 32 / bits != K) return false;
+    for (size_t j = 1; j < 4; ++j) {
+      if (!in[j].flags().row_contiguous || (j > 1 && in[j].dtype() != t)) return false;
+    }
+  }
+  std::vector<const void*> words;
+  for (auto& in : members) {
+    words.push_back(device_ptr(in[1], s));
+    if (!qmm::small_m_applies(bits, M, in[1].shape(0), K, 1, xp, words.back())) return false;
+  }
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    qmm::GemvWeights<T> ws{};
+    ws.count = static_cast<int>(members.size());
+    for (size_t i = 0; i < members.size(); ++i) {
+      ws.w[i] = static_cast<const uint32_t*>(words[i]);
+      ws.s[i] = static_cast<const T*>(device_ptr(members[i][2], s));
+      ws.b[i] = static_cast<const T*>(device_ptr(members[i][3], s));
+      ws.y[i] = static_cast<T*>(allocate_output(outputs[i], s));
+      ws.n[i] = members[i][1].shape(0);
+    }
+    check(qmm::gemv<T>(static_cast<const T*>(xp), ws, static_cast<int>(M), K, group_size, bits,
+                       1, cuda_stream(s)),
+          "qmm::gemv", __FILE__, __LINE__);
+  };
+  if (t == bfloat16) {
+    run(__nv_bfloat16{});
+  } else if (t == float16) {
+    run(__half{});
+  } else {
+    run(float{});
+  }
+  return true;
 }
 
 }  // namespace tessera

@@ -688,17 +688,47 @@ __device__ __forceinline__ void load_x8(const T* p, float (&v)[8]) {
   }
 }
 
-// Grid (ceil(N / (kGemvWarps * R)), batches), kGemvWarps warps; MM bounds M.
+// The packed matrices of one launch (Note [Grouped products] in
+// ops/primitives/grouped.h): W_i (n_i rows, batches of them when count is 1)
+// with its scales and biases, into y_i; blocks [first_i, first_i+1) along x
+// of the grid are W_i's.
+template <typename T>
+struct GemvWeights {
+  static constexpr int kMax = 4;
+  const uint32_t* w[kMax];
+  const T* s[kMax];
+  const T* b[kMax];
+  T* y[kMax];
+  int64_t n[kMax];
+  unsigned first[kMax + 1];
+  int count;
+};
+
+// Grid (GemvWeights::first[count], batches), kGemvWarps warps, R rows a warp;
+// MM bounds M.
 template <typename T, int B, int MM, int R>
 __global__ void __launch_bounds__(kGemvWarps * 32)
-    gemv_kernel(const T* __restrict__ x, const uint32_t* __restrict__ w,
-                const T* __restrict__ scales, const T* __restrict__ biases, T* __restrict__ y,
-                int M, int64_t N, int64_t K, int group_size) {
+    gemv_kernel(const T* __restrict__ x, const GemvWeights<T> ws, int M, int64_t K,
+                int group_size) {
   constexpr bool kFolded = B == 4 && !std::is_same_v<T, float>;
   constexpr int U = kFolded ? 2 : gemv_unroll(B);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t batch = blockIdx.y;
-  const int64_t n0 = (int64_t(blockIdx.x) * kGemvWarps + warp) * R;
+  // This block's matrix (selects, not an indexed load from the parameters).
+  const uint32_t* w = ws.w[0];
+  const T* scales = ws.s[0];
+  const T* biases = ws.b[0];
+  T* y = ws.y[0];
+  int64_t N = ws.n[0];
+  unsigned first = 0;
+#pragma unroll
+  for (int i = 1; i < GemvWeights<T>::kMax; ++i) {
+    if (i < ws.count && blockIdx.x >= ws.first[i]) {
+      w = ws.w[i], scales = ws.s[i], biases = ws.b[i], y = ws.y[i], N = ws.n[i];
+      first = ws.first[i];
+    }
+  }
+  const int64_t n0 = (int64_t(blockIdx.x - first) * kGemvWarps + warp) * R;
   if (n0 >= N) return;
   const int64_t chunks = K / 32, words_per_row = K * B / 32, groups = K / group_size;
   const T* xb = x + batch * M * K;
@@ -788,23 +818,37 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
   }
 }
 
+// y_i (M, n_i) = x (M, K) @ W_i^T for each matrix of ws (first[] filled in
+// here), one launch; M <= kGemvMaxRows, batches 1 when ws has several.
+template <typename T, int R = kGemvRowsPerWarp>
+cudaError_t gemv(const T* x, GemvWeights<T> ws, int M, int64_t K, int group_size, int bits,
+                 int64_t batches, cudaStream_t st) {
+  const int64_t rows_per_block = int64_t(kGemvWarps) * R;
+  ws.first[0] = 0;
+  for (int i = 0; i < ws.count; ++i) {
+    ws.first[i + 1] = ws.first[i] + static_cast<unsigned>((ws.n[i] + rows_per_block - 1) /
+                                                          rows_per_block);
+  }
+  dim3 grid(ws.first[ws.count], static_cast<unsigned>(batches));
+  quant::dispatch_bits(bits, [&](auto b) {
+    constexpr int B = decltype(b)::value;
+    auto kernel = M <= 1 ? gemv_kernel<T, B, 1, R>
+                : M <= 2 ? gemv_kernel<T, B, 2, R>
+                         : gemv_kernel<T, B, 4, R>;
+    kernel<<<grid, kGemvWarps * 32, 0, st>>>(x, ws, M, K, group_size);
+  });
+  return cudaGetLastError();
+}
+
 // y (batches, M, N) = x (batches, M, K) @ W^T for M <= kGemvMaxRows, W
 // (batches, N, K) packed; T is float, __nv_bfloat16 or __half.
 template <typename T, int R = kGemvRowsPerWarp>
 cudaError_t gemv(const T* x, const uint32_t* w, const T* scales, const T* biases, T* y, int M,
                  int64_t N, int64_t K, int group_size, int bits, int64_t batches,
                  cudaStream_t st) {
-  const int64_t rows_per_block = int64_t(kGemvWarps) * R;
-  dim3 grid(static_cast<unsigned>((N + rows_per_block - 1) / rows_per_block),
-            static_cast<unsigned>(batches));
-  quant::dispatch_bits(bits, [&](auto b) {
-    constexpr int B = decltype(b)::value;
-    auto kernel = M <= 1 ? gemv_kernel<T, B, 1, R>
-                : M <= 2 ? gemv_kernel<T, B, 2, R>
-                         : gemv_kernel<T, B, 4, R>;
-    kernel<<<grid, kGemvWarps * 32, 0, st>>>(x, w, scales, biases, y, M, N, K, group_size);
-  });
-  return cudaGetLastError();
+  GemvWeights<T> ws{};
+  ws.w[0] = w, ws.s[0] = scales, ws.b[0] = biases, ws.y[0] = y, ws.n[0] = N, ws.count = 1;
+  return gemv<T, R>(x, ws, M, K, group_size, bits, batches, st);
 }
 
 #endif  // __CUDACC__

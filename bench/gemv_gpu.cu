@@ -1,0 +1,204 @@
+// Standalone timing of the dense matrix-vector kernel of
+// tessera/backend/cuda/gemv.cuh (Note [Dense GEMV]) against cuBLAS
+// (cublasGemmEx, CUBLAS_COMPUTE_32F, the heuristics' choice) on the shapes of
+// decoding: y (M, N) = x (M, K) @ W^T, W (N, K) in rows, as nn.Linear. Each
+// configuration's output is checked against cuBLAS first (relative error in
+// the Frobenius norm), then timed with CUDA events; weights rotate among copies
+// filling at least 512 MB, so that no timed launch finds them in L2.
+//
+//   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I. \
+//     bench/gemv_gpu.cu -lcublas -o build/gemv_gpu
+//   build/gemv_gpu            # bf16 shapes of the 1B and 8B models, M = 1, 2, 4, 8
+//   build/gemv_gpu all        # and float32 and float16
+//
+// GB/s counts W read once (x and y are negligible); "pick" is the rows a block
+// that gemv::rows_per_block chooses, the one Matmul uses.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tessera/backend/cuda/gemv.cuh"
+
+using namespace tessera::gpu;
+using bf16 = __nv_bfloat16;
+
+#define CHECKED(x, ok, describe)                                                    \
+  do {                                                                             \
+    auto e = (x);                                                                  \
+    if (e != ok) {                                                                 \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, describe(e)); \
+      std::exit(1);                                                                \
+    }                                                                              \
+  } while (0)
+#define CK(x) CHECKED(x, cudaSuccess, cudaGetErrorString)
+#define CB(x) CHECKED(x, CUBLAS_STATUS_SUCCESS, cublasGetStatusString)
+
+namespace {
+
+// Values in [-1, 1) from a hash of the index, on the device (a host fill of
+// the 1 GB weights would take longer than their timing).
+template <typename T>
+__global__ void fill_kernel(T* d, size_t n, uint64_t seed) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
+    uint64_t z = (i + 1) * 0x9e3779b97f4a7c15ull ^ seed;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    d[i] = static_cast<T>(float(z >> 40) * (2.f / float(1 << 24)) - 1.f);
+  }
+}
+
+template <typename T>
+void fill(T* d, size_t n, uint64_t seed) {
+  fill_kernel<<<4096, 256>>>(d, n, seed);
+  CK(cudaGetLastError());
+}
+
+template <typename T>
+std::vector<double> host(const T* d, size_t n) {
+  std::vector<T> h(n);
+  CK(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
+  std::vector<double> f(n);
+  for (size_t i = 0; i < n; ++i) f[i] = static_cast<float>(h[i]);
+  return f;
+}
+
+double rel_err(const std::vector<double>& a, const std::vector<double>& b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(a[i])) return INFINITY;
+    num += (a[i] - b[i]) * (a[i] - b[i]);
+    den += b[i] * b[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-30));
+}
+
+template <typename T>
+cudaDataType_t cuda_type() {
+  return std::is_same_v<T, bf16> ? CUDA_R_16BF : std::is_same_v<T, float> ? CUDA_R_32F : CUDA_R_16F;
+}
+template <typename T>
+const char* type_name() {
+  return std::is_same_v<T, bf16> ? "bf16" : std::is_same_v<T, float> ? "f32" : "f16";
+}
+
+template <typename T>
+void cublas(cublasHandle_t h, const T* x, const T* W, T* y, int M, int N, int K) {
+  const float one = 1.f, zero = 0.f;
+  CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, W, cuda_type<T>(), K, x,
+                  cuda_type<T>(), K, &zero, y, cuda_type<T>(), N, CUBLAS_COMPUTE_32F,
+                  CUBLAS_GEMM_DEFAULT));
+}
+
+// Median milliseconds of f(i) over reps launches, i the rotation index.
+template <typename F>
+float time_ms(F&& f, int reps = 50) {
+  for (int i = 0; i < 5; ++i) f(i);
+  CK(cudaDeviceSynchronize());
+  std::vector<float> t;
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  for (int i = 0; i < reps; ++i) {
+    CK(cudaEventRecord(a));
+    f(i);
+    CK(cudaEventRecord(b));
+    CK(cudaEventSynchronize(b));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms);
+  }
+  CK(cudaGetLastError());
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+int g_failures = 0;
+int g_sms = 0;
+
+template <typename T>
+void one_shape(cublasHandle_t h, int64_t N, int64_t K, int M) {
+  const size_t one = size_t(N) * K;
+  const int copies = int(std::max<size_t>(1, ((size_t(512) << 20) + one * sizeof(T) - 1) /
+                                                  (one * sizeof(T))));
+  T *W, *x, *y, *y_ref;
+  CK(cudaMalloc(&W, copies * one * sizeof(T)));
+  CK(cudaMalloc(&x, M * K * sizeof(T)));
+  CK(cudaMalloc(&y, M * N * sizeof(T)));
+  CK(cudaMalloc(&y_ref, M * N * sizeof(T)));
+  fill(W, one, 11 + N + K);
+  for (int c = 1; c < copies; ++c) {
+    CK(cudaMemcpy(W + c * one, W, one * sizeof(T), cudaMemcpyDeviceToDevice));
+  }
+  fill(x, M * K, 7 + M);
+  cublas<T>(h, x, W, y_ref, M, N, K);
+  const auto ref = host(y_ref, M * N);
+  const double bytes = double(one) * sizeof(T);
+  auto gbs = [&](float ms) { return bytes / (ms * 1e-3) / 1e9; };
+  const float t_cublas =
+      time_ms([&](int i) { cublas<T>(h, x, W + (i % copies) * one, y, M, N, K); });
+  const int pick = gemv::rows_per_block(N, g_sms);
+  std::printf("| %s | %lldx%lld | %d | %.1f us %.0f GB/s |", type_name<T>(), (long long)N,
+              (long long)K, M, t_cublas * 1e3, gbs(t_cublas));
+  float best = 1e30f;
+  for (int R : {1, 2, 4, 8}) {
+    CK(cudaMemset(y, 0xff, M * N * sizeof(T)));
+    CK(gemv::launch_rows<T>(R, x, K, W, K, y, N, M, N, K, 0));
+    const double err = rel_err(host(y, M * N), ref);
+    const double tol = std::is_same_v<T, float> ? 1e-5 : 1e-2;
+    if (!(err <= tol)) {
+      ++g_failures;
+      std::printf(" R%d FAIL err %.2e |", R, err);
+      continue;
+    }
+    const float t = time_ms([&](int i) {
+      CK(gemv::launch_rows<T>(R, x, K, W + (i % copies) * one, K, y, N, M, N, K, 0));
+    });
+    best = std::min(best, t);
+    std::printf(" %.1f us %.0f GB/s%s |", t * 1e3, gbs(t), R == pick ? " *" : "");
+  }
+  std::printf(" %.2f |\n", t_cublas / best);
+  CK(cudaFree(W));
+  CK(cudaFree(x));
+  CK(cudaFree(y));
+  CK(cudaFree(y_ref));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool all = argc > 1 && std::strcmp(argv[1], "all") == 0;
+  cudaDeviceProp p;
+  CK(cudaGetDeviceProperties(&p, 0));
+  g_sms = p.multiProcessorCount;
+  std::printf("# %s, %d SMs\n\n", p.name, g_sms);
+  cublasHandle_t h;
+  CB(cublasCreate(&h));
+  std::printf("| dtype | N x K | M | cuBLAS | R=1 | R=2 | R=4 | R=8 | cuBLAS / best |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+  // 1B: q/o, k/v, gate/up, down, lm_head; 8B: the same.
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {
+      {2048, 2048}, {512, 2048},  {8192, 2048},  {2048, 8192},  {128256, 2048},
+      {4096, 4096}, {1024, 4096}, {14336, 4096}, {4096, 14336}, {128256, 4096}};
+  for (int M : {1, 2, 4, 8}) {
+    for (auto [N, K] : shapes) one_shape<bf16>(h, N, K, M);
+  }
+  if (all) {
+    for (int M : {1, 4}) {
+      for (auto [N, K] : shapes) {
+        one_shape<float>(h, N, K, M);
+        one_shape<__half>(h, N, K, M);
+      }
+    }
+  }
+  std::printf("\nfailures: %d\n", g_failures);
+  return g_failures != 0;
+}
