@@ -172,6 +172,56 @@ void one_shape(cublasHandle_t h, int64_t N, int64_t K, int M) {
   CK(cudaFree(y_ref));
 }
 
+// q, k and v (or gate and up) of one x: one launch over the matrices of
+// `ns` (each ns[i] x K) against a launch each, both checked against cuBLAS.
+void grouped(cublasHandle_t h, std::vector<int64_t> ns, int64_t K) {
+  const int M = 1;
+  gemv::Weights<bf16> ws{};
+  ws.count = static_cast<int>(ns.size());
+  std::vector<bf16*> W(ns.size()), y(ns.size()), ref(ns.size());
+  bf16* x;
+  CK(cudaMalloc(&x, K * sizeof(bf16)));
+  fill(x, K, 5);
+  double bytes = 0;
+  for (size_t i = 0; i < ns.size(); ++i) {
+    CK(cudaMalloc(&W[i], ns[i] * K * sizeof(bf16)));
+    CK(cudaMalloc(&y[i], ns[i] * sizeof(bf16)));
+    CK(cudaMalloc(&ref[i], ns[i] * sizeof(bf16)));
+    fill(W[i], ns[i] * K, 100 + i);
+    cublas<bf16>(h, x, W[i], ref[i], M, ns[i], K);
+    ws.w[i] = W[i], ws.y[i] = y[i], ws.ldw[i] = K, ws.ldy[i] = ns[i], ws.n[i] = ns[i];
+    bytes += double(ns[i]) * K * sizeof(bf16);
+  }
+  int64_t total = 0;
+  for (int64_t n : ns) total += n;
+  const int rows = gemv::rows_per_block(total, g_sms);
+  CK(gemv::launch_rows<bf16>(rows, x, K, ws, M, K, 0));
+  for (size_t i = 0; i < ns.size(); ++i) {
+    const double err = rel_err(host(y[i], ns[i]), host(ref[i], ns[i]));
+    if (!(err <= 1e-2)) {
+      ++g_failures;
+      std::printf("grouped matrix %zu: FAIL err %.2e\n", i, err);
+    }
+  }
+  const float one = time_ms([&](int) { CK(gemv::launch_rows<bf16>(rows, x, K, ws, M, K, 0)); });
+  const float each = time_ms([&](int) {
+    for (size_t i = 0; i < ns.size(); ++i) {
+      CK(gemv::launch_rows<bf16>(gemv::rows_per_block(ns[i], g_sms), x, K, W[i], K, y[i], ns[i],
+                                 M, ns[i], K, 0));
+    }
+  });
+  std::printf("| grouped %zu matrices, %lld rows x %lld | %.1f us %.0f GB/s | "
+              "a launch each %.1f us |\n",
+              ns.size(), (long long)total, (long long)K, one * 1e3,
+              bytes / (one * 1e-3) / 1e9, each * 1e3);
+  for (size_t i = 0; i < ns.size(); ++i) {
+    CK(cudaFree(W[i]));
+    CK(cudaFree(y[i]));
+    CK(cudaFree(ref[i]));
+  }
+  CK(cudaFree(x));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -199,6 +249,10 @@ int main(int argc, char** argv) {
       }
     }
   }
+  std::printf("\n");
+  grouped(h, {2048, 512, 512}, 2048);  // 1B q, k, v (L2-warm: one copy)
+  grouped(h, {8192, 8192}, 2048);      // 1B gate, up
+  grouped(h, {4096, 1024, 1024}, 4096);
   std::printf("\nfailures: %d\n", g_failures);
   return g_failures != 0;
 }
