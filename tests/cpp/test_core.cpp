@@ -6,6 +6,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tessera/core/grouped.h"
 #include "tessera/tessera.h"
 
 using namespace tessera;
@@ -408,4 +409,43 @@ TEST(Utils, ResultTypeAndNormalizeAxisIndex) {
   EXPECT_EQ(normalize_axis_index(1, 3), 1);
   EXPECT_THROW(normalize_axis_index(3, 3), std::out_of_range);
   EXPECT_THROW(normalize_axis_index(-4, 3, "[op]"), std::out_of_range);
+}
+
+// Note [Grouped products]: the products of one x in a tape (evaluation order)
+// run as one task at the first one's place, the views of the later ones'
+// weights just before it; a product that needs another's result stays alone.
+TEST(GroupedProducts, ProductsOfOneXAndTheirWeightViewsFormOneGroup) {
+  array x = ones({1, 8});
+  std::vector<array> w;
+  for (int n : {8, 4, 4, 2, 3}) w.push_back(full({n, 8}, 0.5f));
+  eval(x, w[0], w[1], w[2], w[3], w[4]);
+  array h = multiply(x, array(2.f));
+  std::vector<array> t, y;
+  for (auto& wi : w) {
+    t.push_back(transpose(wi));
+    y.push_back(matmul(h, t.back()));
+  }
+  // As eval walks it: h, then each product after its weight's view.
+  std::vector<array> tape{h};
+  for (size_t i = 0; i < w.size(); ++i) tape.insert(tape.end(), {t[i], y[i]});
+  auto groups = group_products(tape);
+  ASSERT_EQ(groups.size(), 1u);  // at most 4 members: the fifth stays alone
+  EXPECT_EQ(groups[0].members, (std::vector<size_t>{2, 4, 6, 8}));
+  EXPECT_EQ(groups[0].hoisted, (std::vector<size_t>{3, 5, 7}));
+
+  // A product whose weight is made from the first product's result: no group.
+  array ty0 = transpose(y[0]);
+  array m = matmul(ty0, h);
+  array s = add(w[0], m);
+  array dependent = transpose(s);
+  array z = matmul(h, dependent);
+  EXPECT_TRUE(group_products({h, t[0], y[0], ty0, m, s, dependent, z}).empty());
+
+  // Evaluated together, each equals its own product: 2 * 8 * 0.5 = 8.
+  eval(y[0], y[1], y[2], y[3], y[4]);
+  for (auto& yi : y) {
+    for (float v : std::vector<float>(yi.data<float>(), yi.data<float>() + yi.size())) {
+      EXPECT_FLOAT_EQ(v, 8.f);
+    }
+  }
 }
