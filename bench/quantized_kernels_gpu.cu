@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -337,6 +338,43 @@ void prefill_case(cublasHandle_t h, int64_t N, int64_t K, int bits, int group, i
 
 }  // namespace
 
+// One qmm::gemv launch over several matrices (Note [Grouped products]) must
+// write, for each, the bits that a launch of its own writes.
+template <typename T>
+void grouped_gemv_case(std::vector<int64_t> ns, int64_t K, int bits, int group, int M) {
+  qmm::GemvWeights<T> ws{};
+  ws.count = static_cast<int>(ns.size());
+  std::vector<Weights> Ws;
+  std::vector<T*> alone(ns.size());
+  T* x;
+  CK(cudaMalloc(&x, M * K * sizeof(T)));
+  fill<T>(x, M * K, -1.f, 1.f, 91);
+  for (size_t i = 0; i < ns.size(); ++i) {
+    Ws.push_back(make_weights<T>(ns[i], K, bits, group, 0, 300 + i));
+    CK(cudaMalloc(&ws.y[i], M * ns[i] * sizeof(T)));
+    CK(cudaMalloc(&alone[i], M * ns[i] * sizeof(T)));
+    CK(cudaMemset(ws.y[i], 0xff, M * ns[i] * sizeof(T)));
+    ws.w[i] = Ws[i].wp(0), ws.s[i] = Ws[i].sp<T>(0), ws.b[i] = Ws[i].bp<T>(0), ws.n[i] = ns[i];
+    CK(qmm::gemv<T>(x, Ws[i].wp(0), Ws[i].sp<T>(0), Ws[i].bp<T>(0), alone[i], M, ns[i], K, group,
+                    bits, 1, 0));
+  }
+  CK(qmm::gemv<T>(x, ws, M, K, group, bits, 1, 0));
+  CK(cudaDeviceSynchronize());
+  for (size_t i = 0; i < ns.size(); ++i) {
+    std::vector<T> a(M * ns[i]), b(M * ns[i]);
+    CK(cudaMemcpy(a.data(), ws.y[i], a.size() * sizeof(T), cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(b.data(), alone[i], b.size() * sizeof(T), cudaMemcpyDeviceToHost));
+    const bool same = std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+    if (!same) ++g_failures;
+    std::printf("%s grouped gemv matrix %zu of %zu (N %lld K %lld bits %d M %d)\n",
+                same ? "ok  " : "FAIL", i, ns.size(), (long long)ns[i], (long long)K, bits, M);
+    CK(cudaFree(ws.y[i]));
+    CK(cudaFree(alone[i]));
+    free_weights(Ws[i]);
+  }
+  CK(cudaFree(x));
+}
+
 int main(int argc, char** argv) {
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
@@ -367,6 +405,9 @@ int main(int argc, char** argv) {
     }
   }
   small_m_case<bf16>(h, 300, 4096 + 384, 4, 64, 5, false, 0);
+  grouped_gemv_case<bf16>({1000, 300, 64}, 1152, 4, 64, 1);
+  grouped_gemv_case<__half>({2048, 512, 512, 8}, 2048, 8, 32, 1);
+  grouped_gemv_case<float>({96, 200}, 1024, 3, 128, 4);
   std::printf("correctness failures: %d\n", g_failures);
   if (quick) return g_failures != 0;
 
