@@ -351,6 +351,9 @@ def test_squares_and_float32_cubes_are_correctly_rounded(device):
     np.testing.assert_array_equal(np.array(mx.power(x, mx.array(3.0))),
                                   (a.astype(np.float64) ** 3).astype(np.float32))
     assert np.signbit(np.array(x ** 3)[1])  # (-0) ** 3 is -0
+    # The same bits from a compiled (fused) program.
+    np.testing.assert_array_equal(np.array(mx.compile(lambda t: t ** 3)(x)),
+                                  (a.astype(np.float64) ** 3).astype(np.float32))
     d = a.astype(np.float64)
     np.testing.assert_array_equal(np.array(mx.array(d) ** 2), d * d)
     np.testing.assert_allclose(np.array(mx.array(d) ** 3), d ** 3, rtol=1e-15)
