@@ -24,21 +24,12 @@
 #include <string>
 #include <vector>
 
+#include "bench/gpu_harness.cuh"
 #include "tessera/backend/cuda/gemv.cuh"
 
 using namespace tessera::gpu;
+using namespace harness;
 using bf16 = __nv_bfloat16;
-
-#define CHECKED(x, ok, describe)                                                    \
-  do {                                                                             \
-    auto e = (x);                                                                  \
-    if (e != ok) {                                                                 \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, describe(e)); \
-      std::exit(1);                                                                \
-    }                                                                              \
-  } while (0)
-#define CK(x) CHECKED(x, cudaSuccess, cudaGetErrorString)
-#define CB(x) CHECKED(x, CUBLAS_STATUS_SUCCESS, cublasGetStatusString)
 
 namespace {
 
@@ -63,64 +54,11 @@ void fill(T* d, size_t n, uint64_t seed) {
 }
 
 template <typename T>
-std::vector<double> host(const T* d, size_t n) {
-  std::vector<T> h(n);
-  CK(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
-  std::vector<double> f(n);
-  for (size_t i = 0; i < n; ++i) f[i] = static_cast<float>(h[i]);
-  return f;
-}
-
-double rel_err(const std::vector<double>& a, const std::vector<double>& b) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!std::isfinite(a[i])) return INFINITY;
-    num += (a[i] - b[i]) * (a[i] - b[i]);
-    den += b[i] * b[i];
-  }
-  return std::sqrt(num / std::max(den, 1e-30));
-}
-
-template <typename T>
-cudaDataType_t cuda_type() {
-  return std::is_same_v<T, bf16> ? CUDA_R_16BF : std::is_same_v<T, float> ? CUDA_R_32F : CUDA_R_16F;
-}
-template <typename T>
 const char* type_name() {
   return std::is_same_v<T, bf16> ? "bf16" : std::is_same_v<T, float> ? "f32" : "f16";
 }
 
-template <typename T>
-void cublas(cublasHandle_t h, const T* x, const T* W, T* y, int M, int N, int K) {
-  const float one = 1.f, zero = 0.f;
-  CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, W, cuda_type<T>(), K, x,
-                  cuda_type<T>(), K, &zero, y, cuda_type<T>(), N, CUBLAS_COMPUTE_32F,
-                  CUBLAS_GEMM_DEFAULT));
-}
-
-// Median milliseconds of f(i) over reps launches, i the rotation index.
-template <typename F>
-float time_ms(F&& f, int reps = 50) {
-  for (int i = 0; i < 5; ++i) f(i);
-  CK(cudaDeviceSynchronize());
-  std::vector<float> t;
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  for (int i = 0; i < reps; ++i) {
-    CK(cudaEventRecord(a));
-    f(i);
-    CK(cudaEventRecord(b));
-    CK(cudaEventSynchronize(b));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms);
-  }
-  CK(cudaGetLastError());
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
+constexpr int kReps = 50;  // timed launches a median
 int g_failures = 0;
 int g_sms = 0;
 
@@ -139,12 +77,12 @@ void one_shape(cublasHandle_t h, int64_t N, int64_t K, int M) {
     CK(cudaMemcpy(W + c * one, W, one * sizeof(T), cudaMemcpyDeviceToDevice));
   }
   fill(x, M * K, 7 + M);
-  cublas<T>(h, x, W, y_ref, M, N, K);
+  cublas_product<T>(h, x, W, y_ref, M, N, K);
   const auto ref = host(y_ref, M * N);
   const double bytes = double(one) * sizeof(T);
   auto gbs = [&](float ms) { return bytes / (ms * 1e-3) / 1e9; };
   const float t_cublas =
-      time_ms([&](int i) { cublas<T>(h, x, W + (i % copies) * one, y, M, N, K); });
+      time_ms([&](int i) { cublas_product<T>(h, x, W + (i % copies) * one, y, M, N, K); }, kReps);
   const int pick = gemv::rows_per_block(N, g_sms);
   std::printf("| %s | %lldx%lld | %d | %.1f us %.0f GB/s |", type_name<T>(), (long long)N,
               (long long)K, M, t_cublas * 1e3, gbs(t_cublas));
@@ -161,7 +99,7 @@ void one_shape(cublasHandle_t h, int64_t N, int64_t K, int M) {
     }
     const float t = time_ms([&](int i) {
       CK(gemv::launch_rows<T>(R, x, K, W + (i % copies) * one, K, y, N, M, N, K, 0));
-    });
+    }, kReps);
     best = std::min(best, t);
     std::printf(" %.1f us %.0f GB/s%s |", t * 1e3, gbs(t), R == pick ? " *" : "");
   }
@@ -188,7 +126,7 @@ void grouped(cublasHandle_t h, std::vector<int64_t> ns, int64_t K) {
     CK(cudaMalloc(&y[i], ns[i] * sizeof(bf16)));
     CK(cudaMalloc(&ref[i], ns[i] * sizeof(bf16)));
     fill(W[i], ns[i] * K, 100 + i);
-    cublas<bf16>(h, x, W[i], ref[i], M, ns[i], K);
+    cublas_product<bf16>(h, x, W[i], ref[i], M, ns[i], K);
     ws.w[i] = W[i], ws.y[i] = y[i], ws.ldw[i] = K, ws.ldy[i] = ns[i], ws.n[i] = ns[i];
     bytes += double(ns[i]) * K * sizeof(bf16);
   }
@@ -203,13 +141,14 @@ void grouped(cublasHandle_t h, std::vector<int64_t> ns, int64_t K) {
       std::printf("grouped matrix %zu: FAIL err %.2e\n", i, err);
     }
   }
-  const float one = time_ms([&](int) { CK(gemv::launch_rows<bf16>(rows, x, K, ws, M, K, 0)); });
+  const float one =
+      time_ms([&](int) { CK(gemv::launch_rows<bf16>(rows, x, K, ws, M, K, 0)); }, kReps);
   const float each = time_ms([&](int) {
     for (size_t i = 0; i < ns.size(); ++i) {
       CK(gemv::launch_rows<bf16>(gemv::rows_per_block(ns[i], g_sms), x, K, W[i], K, y[i], ns[i],
                                  M, ns[i], K, 0));
     }
-  });
+  }, kReps);
   std::printf("| grouped %zu matrices, %lld rows x %lld | %.1f us %.0f GB/s | "
               "a launch each %.1f us |\n",
               ns.size(), (long long)total, (long long)K, one * 1e3,

@@ -23,23 +23,13 @@
 #include <string>
 #include <vector>
 
+#include "bench/gpu_harness.cuh"
 #include "tessera/backend/cuda/quantized.cuh"
 
 using namespace tessera;
 using namespace tessera::gpu;
+using namespace harness;
 using bf16 = __nv_bfloat16;
-
-// Exits with the file, line, call and error when a CUDA or cuBLAS call fails.
-#define CHECKED(x, ok, describe)                                                        \
-  do {                                                                                 \
-    auto e = (x);                                                                      \
-    if (e != ok) {                                                                     \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, describe(e));     \
-      std::exit(1);                                                                    \
-    }                                                                                  \
-  } while (0)
-#define CK(x) CHECKED(x, cudaSuccess, cudaGetErrorString)
-#define CB(x) CHECKED(x, CUBLAS_STATUS_SUCCESS, cublasGetStatusString)
 
 namespace {
 
@@ -74,62 +64,6 @@ void fill_words(uint32_t* d, size_t n, uint64_t seed) {
   for (auto& v : h) v = static_cast<uint32_t>(g());
   CK(cudaMemcpy(d, h.data(), n * 4, cudaMemcpyHostToDevice));
 }
-template <typename T>
-std::vector<float> host(const T* d, size_t n) {
-  std::vector<T> h(n);
-  CK(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
-  std::vector<float> f(n);
-  for (size_t i = 0; i < n; ++i) f[i] = static_cast<float>(h[i]);
-  return f;
-}
-double rel_err(const std::vector<float>& a, const std::vector<float>& b) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const double d = double(a[i]) - b[i];
-    if (!std::isfinite(a[i])) return INFINITY;
-    num += d * d;
-    den += double(b[i]) * b[i];
-  }
-  return std::sqrt(num / std::max(den, 1e-30));
-}
-
-template <typename T>
-cudaDataType_t cuda_type() {
-  return std::is_same_v<T, bf16> ? CUDA_R_16BF : CUDA_R_16F;
-}
-
-// y (M, N) = x (M, K) @ W^T, W (N, K) row-major.
-template <typename T>
-void gemm(cublasHandle_t h, const T* x, const T* W, T* y, int M, int N, int K) {
-  const float one = 1.f, zero = 0.f;
-  CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, W, cuda_type<T>(), K, x,
-                  cuda_type<T>(), K, &zero, y, cuda_type<T>(), N, CUBLAS_COMPUTE_32F,
-                  CUBLAS_GEMM_DEFAULT));
-}
-
-// Median milliseconds of f(i) over reps launches, i the rotation index.
-template <typename F>
-float time_ms(F&& f, int reps = 40) {
-  for (int i = 0; i < 5; ++i) f(i);
-  CK(cudaDeviceSynchronize());
-  std::vector<float> t;
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  for (int i = 0; i < reps; ++i) {
-    CK(cudaEventRecord(a));
-    f(i);
-    CK(cudaEventRecord(b));
-    CK(cudaEventSynchronize(b));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms);
-  }
-  CK(cudaGetLastError());
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
 struct Weights {
   int copies;
   int64_t N, K, words, groups;
@@ -203,7 +137,7 @@ void small_m_case(cublasHandle_t h, int64_t N, int64_t K, int bits, int group, i
                 a.size());
     ++g_failures;
   }
-  gemm<T>(h, x, Wd_old, y_ref, M, int(N), int(K));
+  cublas_product<T>(h, x, Wd_old, y_ref, M, int(N), int(K));
   const qmm::SmallM plan = qmm::small_m_plan<T>(bits, M, N, K, 1, g_sms);
   const int64_t pf = qmm::small_m_partials(plan, M, N, 1);
   if (pf) CK(cudaMalloc(&partials, pf * sizeof(float)));
@@ -265,7 +199,7 @@ void small_m_case(cublasHandle_t h, int64_t N, int64_t K, int bits, int group, i
     const float t_old = time_ms([&](int i) {
       old_dequantize<T><<<4096, 256>>>(W.wp(i), W.sp<T>(i), W.bp<T>(i), Wd_old, N * K, K, group,
                                        bits);
-      gemm<T>(h, x, Wd_old, y_ref, M, int(N), int(K));
+      cublas_product<T>(h, x, Wd_old, y_ref, M, int(N), int(K));
     });
     // cuBLAS on bf16 weights (rotating copies as well).
     const int64_t wbytes = N * K * sizeof(T);
@@ -275,8 +209,9 @@ void small_m_case(cublasHandle_t h, int64_t N, int64_t K, int bits, int group, i
     for (int c = 0; c < copies; ++c) {
       CK(cudaMemcpy(Wr + c * N * K, Wd, wbytes, cudaMemcpyDeviceToDevice));
     }
-    const float t_blas = time_ms(
-        [&](int i) { gemm<T>(h, x, Wr + (i % copies) * N * K, y_ref, M, int(N), int(K)); });
+    const float t_blas = time_ms([&](int i) {
+      cublas_product<T>(h, x, Wr + (i % copies) * N * K, y_ref, M, int(N), int(K));
+    });
     CK(cudaFree(Wr));
     char line[512];
     std::snprintf(line, sizeof line,
@@ -309,7 +244,7 @@ void prefill_case(cublasHandle_t h, int64_t N, int64_t K, int bits, int group, i
   const double flop = 2.0 * M * N * K;
   const float t_new = time_ms([&](int i) {
     qmm::dequantize<bf16>(W.wp(i), W.sp<bf16>(i), W.bp<bf16>(i), Wd, N * K, group, bits, 0);
-    gemm<bf16>(h, x, Wd, y, M, int(N), int(K));
+    cublas_product<bf16>(h, x, Wd, y, M, int(N), int(K));
   });
   const float t_deq = time_ms([&](int i) {
     qmm::dequantize<bf16>(W.wp(i), W.sp<bf16>(i), W.bp<bf16>(i), Wd, N * K, group, bits, 0);
@@ -317,9 +252,9 @@ void prefill_case(cublasHandle_t h, int64_t N, int64_t K, int bits, int group, i
   const float t_old = time_ms([&](int i) {
     old_dequantize<bf16><<<4096, 256>>>(W.wp(i), W.sp<bf16>(i), W.bp<bf16>(i), Wd, N * K, K,
                                         group, bits);
-    gemm<bf16>(h, x, Wd, y, M, int(N), int(K));
+    cublas_product<bf16>(h, x, Wd, y, M, int(N), int(K));
   });
-  const float t_blas = time_ms([&](int) { gemm<bf16>(h, x, Wd, y, M, int(N), int(K)); });
+  const float t_blas = time_ms([&](int) { cublas_product<bf16>(h, x, Wd, y, M, int(N), int(K)); });
   char line[512];
   std::snprintf(line, sizeof line,
                 "| %lldx%lld | %d | %d | bf16 | %d | prefill | %.1f (%.0f TFLOP/s) | %.1f (%.0f "
