@@ -22,30 +22,33 @@ cudaError_t launch(const void* x, int64_t ldx, const GemvWeight* weights, int co
                               st);
 }
 
+// The weight rows of every matrix together where dense_gemv applies, else 0.
+int64_t total_rows(const void* x, int64_t ldx, const GemvWeight* weights, int count, Dtype dtype,
+                   int64_t M, int64_t K) {
+  if (M < 1 || M > gemv::kMaxRows || K < 1 || count < 1 || count > gemv::kMaxWeights) return 0;
+  if (dtype != float32 && dtype != float16 && dtype != bfloat16) return 0;
+  const int64_t v = 16 / dtype.size;  // values in a 16-byte chunk
+  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  if (K % v || ldx % v || !aligned(x)) return 0;
+  int64_t rows = 0;
+  for (int i = 0; i < count; ++i) {
+    if (weights[i].n < 1 || weights[i].ldw % v || !aligned(weights[i].w)) return 0;
+    rows += weights[i].n;
+  }
+  return rows <= (int64_t(1) << 31) - 1 ? rows : 0;  // blocks of the grid
+}
+
 }  // namespace
 
 bool dense_gemv_applies(const void* x, int64_t ldx, const GemvWeight* weights, int count,
                         Dtype dtype, int64_t M, int64_t K) {
-  if (M < 1 || M > gemv::kMaxRows || K < 1 || count < 1 || count > gemv::kMaxWeights) {
-    return false;
-  }
-  if (dtype != float32 && dtype != float16 && dtype != bfloat16) return false;
-  const int64_t v = 16 / dtype.size;  // values in a 16-byte chunk
-  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  if (K % v || ldx % v || !aligned(x)) return false;
-  int64_t rows_total = 0;
-  for (int i = 0; i < count; ++i) {
-    if (weights[i].n < 1 || weights[i].ldw % v || !aligned(weights[i].w)) return false;
-    rows_total += weights[i].n;
-  }
-  return rows_total <= (int64_t(1) << 31) - 1;  // blocks of the grid
+  return total_rows(x, ldx, weights, count, dtype, M, K) > 0;
 }
 
 bool dense_gemv(const void* x, int64_t ldx, const GemvWeight* weights, int count, Dtype dtype,
                 int64_t M, int64_t K, const Stream& s) {
-  if (!dense_gemv_applies(x, ldx, weights, count, dtype, M, K)) return false;
-  int64_t rows_total = 0;
-  for (int i = 0; i < count; ++i) rows_total += weights[i].n;
+  const int64_t rows_total = total_rows(x, ldx, weights, count, dtype, M, K);
+  if (rows_total == 0) return false;
   const int rows = gemv::rows_per_block(rows_total, properties(s.device.index).multiProcessorCount);
   const cudaStream_t st = cuda_stream(s);
   cudaError_t err;

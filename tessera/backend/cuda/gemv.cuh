@@ -28,6 +28,8 @@
 #include <type_traits>
 #endif
 
+#include "tessera/backend/cuda/mma.cuh"
+
 namespace tessera::gpu::gemv {
 
 constexpr int kMaxRows = 8;
@@ -52,40 +54,8 @@ __host__ __device__ constexpr int units() {
   return R >= 8 ? 1 : 4 / R;
 }
 
-// The V = 16 / sizeof(T) values of a 16-byte chunk, as float32.
-template <typename T>
-__device__ __forceinline__ void unpack16(const uint4& u, float (&v)[16 / sizeof(T)]) {
-  if constexpr (std::is_same_v<T, float>) {
-    v[0] = __uint_as_float(u.x), v[1] = __uint_as_float(u.y);
-    v[2] = __uint_as_float(u.z), v[3] = __uint_as_float(u.w);
-  } else {
-    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-        v[2 * i] = __uint_as_float(w[i] << 16);
-        v[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
-      } else {
-        const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&w[i]));
-        v[2 * i] = f.x, v[2 * i + 1] = f.y;
-      }
-    }
-  }
-}
-
-template <typename T>
-__device__ __forceinline__ T from_float(float v) {
-  if constexpr (std::is_same_v<T, float>) {
-    return v;
-  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return __float2bfloat16_rn(v);
-  } else {
-    return __float2half_rn(v);
-  }
-}
-
 // The weight matrices of one launch (Note [Grouped products] in
-// ops/primitives/grouped.h: q, k and v of one x, say): W_i (n_i, K) in rows
+// core/grouped.h: q, k and v of one x, say): W_i (n_i, K) in rows
 // at stride ldw_i, y_i rows at stride ldy_i; blocks [first_i, first_i+1) of
 // the grid are W_i's.
 template <typename T>
@@ -147,12 +117,12 @@ __global__ void __launch_bounds__(kThreads)
       float xv[MM][V];
 #pragma unroll
       for (int m = 0; m < MM; ++m) {
-        if (m < M) unpack16<T>(__ldg(reinterpret_cast<const uint4*>(x + m * ldx) + c), xv[m]);
+        if (m < M) mma::unpack16<T>(__ldg(reinterpret_cast<const uint4*>(x + m * ldx) + c), xv[m]);
       }
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         float wf[V];
-        unpack16<T>(wv[u][r], wf);
+        mma::unpack16<T>(wv[u][r], wf);
 #pragma unroll
         for (int m = 0; m < MM; ++m) {
           if (m >= M) break;
@@ -184,7 +154,7 @@ __global__ void __launch_bounds__(kThreads)
       float v = 0.f;
 #pragma unroll
       for (int k = 0; k < kWarps; ++k) v += part[k][i];
-      y[m * ldy + n0 + r] = from_float<T>(v);
+      y[m * ldy + n0 + r] = mma::from_f<T>(v);
     }
   }
 }

@@ -1,6 +1,6 @@
 // Dense products of few rows through the matrix-vector kernel of gemv.cuh
 // (Note [Dense GEMV]), for Matmul's eval_gpu (matmul.cpp) and grouped
-// products (Note [Grouped products] in ops/primitives/grouped.h):
+// products (Note [Grouped products] in core/grouped.h):
 //
 //   if (gpu::dense_gemv(x, K, w, K, y, N, bfloat16, M, N, K, s)) return;  // else cuBLASLt
 #pragma once

@@ -1,6 +1,7 @@
 // Warp-level tensor-core helpers (sm_80 and later) shared by the attention and
 // quantized-product kernels: shared-memory addresses, cp.async, ldmatrix, the
-// m16n8k16 product with float32 accumulators, and 16-bit packing.
+// m16n8k16 product with float32 accumulators, 16-bit packing, and 16-byte
+// chunks of float, __half or __nv_bfloat16 unpacked to float32.
 //
 //   float c[4] = {};
 //   mma::mma16816<__nv_bfloat16>(c, a, b0, b1);  // c += a (16x16) b (16x8)
@@ -15,6 +16,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace tessera::gpu::mma {
 
@@ -99,6 +101,28 @@ __device__ __forceinline__ uint32_t pack2(float x, float y) {
   } else {
     __half2 h = __floats2half2_rn(x, y);
     return *reinterpret_cast<uint32_t*>(&h);
+  }
+}
+
+// The 16 / sizeof(T) values (float, __half or __nv_bfloat16) of a 16-byte
+// chunk, as float32.
+template <typename T>
+__device__ __forceinline__ void unpack16(const uint4& u, float (&v)[16 / sizeof(T)]) {
+  if constexpr (std::is_same_v<T, float>) {
+    v[0] = __uint_as_float(u.x), v[1] = __uint_as_float(u.y);
+    v[2] = __uint_as_float(u.z), v[3] = __uint_as_float(u.w);
+  } else {
+    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+        v[2 * i] = __uint_as_float(w[i] << 16);
+        v[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+      } else {
+        const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&w[i]));
+        v[2 * i] = f.x, v[2 * i + 1] = f.y;
+      }
+    }
   }
 }
 

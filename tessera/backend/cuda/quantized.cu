@@ -54,6 +54,19 @@ void dispatch_float(Dtype t, const char* op, F&& f) {
   });
 }
 
+// f(T{}) for the device type T of t, bfloat16, float16 or float32: the x
+// types of the matrix-vector and small-M kernels.
+template <typename F>
+void dispatch_gemv_x(Dtype t, F&& f) {
+  if (t == bfloat16) {
+    f(__nv_bfloat16{});
+  } else if (t == float16) {
+    f(__half{});
+  } else {
+    f(float{});
+  }
+}
+
 template <typename T>
 __global__ void quantize_kernel(const T* __restrict__ w, uint32_t* __restrict__ packed,
                                 T* __restrict__ scales, T* __restrict__ biases, int64_t groups,
@@ -259,13 +272,7 @@ void QuantizedMatmul::eval_gpu(const std::vector<array>& inputs, array& out) {
                 "qmm::small_m", __FILE__, __LINE__);
         }
       };
-      if (t == bfloat16) {
-        run(__nv_bfloat16{});
-      } else if (t == float16) {
-        run(__half{});
-      } else {
-        run(float{});
-      }
+      dispatch_gemv_x(t, run);
       return;
     }
   }
@@ -372,13 +379,7 @@ bool gpu::grouped_quantized_matmul(const GroupedProducts& g, const std::vector<a
                        1, cuda_stream(s)),
           "qmm::gemv", __FILE__, __LINE__);
   };
-  if (t == bfloat16) {
-    run(__nv_bfloat16{});
-  } else if (t == float16) {
-    run(__half{});
-  } else {
-    run(float{});
-  }
+  dispatch_gemv_x(t, run);
   return true;
 }
 

@@ -668,28 +668,20 @@ TESSERA_QUANT_HD constexpr int gemv_unroll(int bits) {
 // Eight values of x from 16-byte aligned p, as float32.
 template <typename T>
 __device__ __forceinline__ void load_x8(const T* p, float (&v)[8]) {
+  const uint4* q = reinterpret_cast<const uint4*>(p);
   if constexpr (std::is_same_v<T, float>) {
-    const float4 a = __ldg(reinterpret_cast<const float4*>(p));
-    const float4 b = __ldg(reinterpret_cast<const float4*>(p) + 1);
-    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
-  } else {
-    const uint4 u = __ldg(reinterpret_cast<const uint4*>(p));
-    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+    float a[4], b[4];
+    mma::unpack16<T>(__ldg(q), a);
+    mma::unpack16<T>(__ldg(q + 1), b);
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-        v[2 * i] = __uint_as_float(w[i] << 16);
-        v[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
-      } else {
-        const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&w[i]));
-        v[2 * i] = f.x, v[2 * i + 1] = f.y;
-      }
-    }
+    for (int i = 0; i < 4; ++i) v[i] = a[i], v[4 + i] = b[i];
+  } else {
+    mma::unpack16<T>(__ldg(q), v);
   }
 }
 
 // The packed matrices of one launch (Note [Grouped products] in
-// ops/primitives/grouped.h): W_i (n_i rows, batches of them when count is 1)
+// core/grouped.h): W_i (n_i rows, batches of them when count is 1)
 // with its scales and biases, into y_i; blocks [first_i, first_i+1) along x
 // of the grid are W_i's.
 template <typename T>
