@@ -100,6 +100,27 @@ def test_gelu_is_one_node_and_matches_numpy(device, rng):
     np.testing.assert_allclose(np.array(out), want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", [mx.float32, mx.float16])
+def test_large_output_equals_uncompiled(dtype, device, rng):
+    # 8 MiB and more: the CPU writes the output around the cache; an odd size
+    # leaves a partial last block and a tail shorter than one store.
+    n = (8 << 20) // dtype.size + 7
+
+    def f(x, b):
+        return mx.tanh(x * 1.5 + b) * x
+
+    x = mx.array(rng.standard_normal(n).astype(np.float32)).astype(dtype)
+    b = mx.array(rng.standard_normal((n,)).astype(np.float32))[::-1].astype(dtype)
+    out = mx.compile(f)(x, b)
+    assert len(fused_nodes([out])) == 1
+    expect_same(out, f(x, b), device)
+    xn = np.array(x.astype(mx.float32)).astype(np.float64)
+    bn = np.array(b.astype(mx.float32)).astype(np.float64)
+    np.testing.assert_allclose(np.array(out.astype(mx.float32)), np.tanh(xn * 1.5 + bn) * xn,
+                               rtol=2e-3 if dtype == mx.float16 else 1e-5,
+                               atol=1e-2 if dtype == mx.float16 else 1e-5)
+
+
 def test_broadcast_transposed_and_sliced_inputs(device, rng):
     def f(a, b, c, d):
         return mx.sqrt(mx.abs(a * b - c)) + d * 2.0
