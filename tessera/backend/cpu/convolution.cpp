@@ -3,7 +3,6 @@
 // (any strides) in the compute dtype, float32 for float16 and bfloat16, then
 // each group's is multiplied with the weight by one BLAS GEMM, written straight
 // into the output's rows (16-bit floats through a float32 chunk).
-#include "tessera/backend/cpu/cblas.h"
 
 #include <algorithm>
 #include <climits>
@@ -25,16 +24,6 @@ namespace tessera {
 namespace {
 
 constexpr size_t kWindowBytes = size_t(32) << 20;
-
-// c (M x N, row stride ldc) = a (M x K) @ b^T, b an (N x K) matrix.
-void gemm_nt(const float* a, const float* b, float* c, int64_t M, int64_t N, int64_t K,
-             int64_t lda, int64_t ldb, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.f, a, lda, b, ldb, 0.f, c, ldc);
-}
-void gemm_nt(const double* a, const double* b, double* c, int64_t M, int64_t N, int64_t K,
-             int64_t lda, int64_t ldb, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0, a, lda, b, ldb, 0.0, c, ldc);
-}
 
 // The window matrices of rows [r0, r0 + count), as (groups, count, cols).
 template <typename T, typename A>
@@ -99,8 +88,10 @@ void convolve(const ConvPlan& p, const array& x, const array& w, array& out) {
       dst = staging.get();
     }
     for (int64_t g = 0; g < p.groups; ++g) {
-      gemm_nt(windows.get() + g * count * p.cols, weight + g * p.out_group * p.cols,
-              dst + g * p.out_group, count, p.out_group, p.cols, p.cols, p.cols, O);
+      // dst's rows (stride O) = windows @ weight^T, this group's
+      cpu::gemm<A>(false, true, count, p.out_group, p.cols, A(1),
+                   windows.get() + g * count * p.cols, p.cols,
+                   weight + g * p.out_group * p.cols, p.cols, A(0), dst + g * p.out_group, O);
     }
     if constexpr (!direct) {
       cpu::cast_contiguous(staging.get(), float32, y + r0 * O, out.dtype(), count * O);

@@ -185,7 +185,7 @@ void check_argument(lapack_int info, const char* op, const char* routine) {
 // ---- LUF
 
 void LUF::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
-  cpu::blas_init();
+  cpu::LapackThreads threads;
   array a = cpu::ensure_row_contiguous(inputs[0]);
   const int64_t m = a.shape(-2), n = a.shape(-1), k = std::min(m, n);
   check_lapack_size(m, n, "linalg::lu_factor");
@@ -221,7 +221,7 @@ void LUF::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs
 // ---- Solve
 
 void Solve::eval_cpu(const std::vector<array>& inputs, array& out) {
-  cpu::blas_init();
+  cpu::LapackThreads threads;
   array a = cpu::ensure_row_contiguous(inputs[0]);
   array rhs = cpu::ensure_row_contiguous(inputs[1]);
   const int64_t n = a.shape(-1), k = rhs.shape(-1);
@@ -263,7 +263,7 @@ void Solve::eval_cpu(const std::vector<array>& inputs, array& out) {
 // ---- Inverse
 
 void Inverse::eval_cpu(const std::vector<array>& inputs, array& out) {
-  cpu::blas_init();
+  cpu::LapackThreads threads;
   const int64_t n = out.shape(-1);
   check_lapack_size(n, n, "linalg::inv");
   const char* op = triangular_ ? "linalg::tri_inv" : "linalg::inv";
@@ -301,7 +301,7 @@ void Inverse::eval_cpu(const std::vector<array>& inputs, array& out) {
 // ---- Cholesky
 
 void Cholesky::eval_cpu(const std::vector<array>& inputs, array& out) {
-  cpu::blas_init();
+  cpu::LapackThreads threads;
   const int64_t n = out.shape(-1);
   check_lapack_size(n, n, "linalg::cholesky");
   allocate(out);
@@ -328,7 +328,7 @@ void Cholesky::eval_cpu(const std::vector<array>& inputs, array& out) {
 // ---- QRF
 
 void QRF::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
-  cpu::blas_init();
+  cpu::LapackThreads threads;
   array a = cpu::ensure_row_contiguous(inputs[0]);
   const int64_t m = a.shape(-2), n = a.shape(-1), k = std::min(m, n);
   check_lapack_size(m, n, "linalg::qr");
@@ -356,7 +356,7 @@ void QRF::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs
 // ---- SVD
 
 void SVD::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
-  cpu::blas_init();
+  cpu::LapackThreads threads;
   array a = cpu::ensure_row_contiguous(inputs[0]);
   const int64_t m = a.shape(-2), n = a.shape(-1), k = std::min(m, n);
   check_lapack_size(m, n, "linalg::svd");
@@ -396,7 +396,7 @@ void SVD::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs
 // ---- Eigh
 
 void Eigh::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
-  cpu::blas_init();
+  cpu::LapackThreads threads;
   array a = cpu::ensure_row_contiguous(inputs[0]);
   const int64_t n = a.shape(-1);
   check_lapack_size(n, n, "linalg::eigh");
@@ -422,7 +422,7 @@ void Eigh::eval_cpu(const std::vector<array>& inputs, std::vector<array>& output
 // ---- Eig
 
 void Eig::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
-  cpu::blas_init();
+  cpu::LapackThreads threads;
   array a = cpu::ensure_row_contiguous(inputs[0]);
   const int64_t n = a.shape(-1);
   check_lapack_size(n, n, "linalg::eig");

@@ -119,17 +119,14 @@ void batched_gemm(const Operand& a, const Operand& b, array& target, int64_t M, 
     blas_layout(M, K, a.row, a.col, ta, lda);
     blas_layout(K, N, b.row, b.col, tb, ldb);
   }
-  for (int64_t bi = 0; bi < batches; ++bi) {
+  auto product = [&](int64_t bi) {
     const T* A = pa + tessera::elem_to_loc(bi, batch_shape, a.batch_strides);
     const T* B = pb + tessera::elem_to_loc(bi, batch_shape, b.batch_strides);
     T* C = out + bi * M * N;
-    if constexpr (std::is_same_v<T, float>) {
-      cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, N);
-    } else if constexpr (std::is_same_v<T, double>) {
-      cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, N);
-    } else if constexpr (std::is_same_v<T, complex64_t>) {
-      const complex64_t al(alpha, 0.f), be(beta, 0.f);
-      cblas_cgemm(CblasRowMajor, ta, tb, M, N, K, &al, A, lda, B, ldb, &be, C, N);
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> ||
+                  std::is_same_v<T, complex64_t>) {
+      cpu::gemm<T>(ta == CblasTrans, tb == CblasTrans, M, N, K, T(alpha), A, lda, B, ldb,
+                   T(beta), C, N);
     } else if constexpr (tessera::is_integral_v<T> || std::is_same_v<T, bool>) {
       if (alpha != 1.f || beta != 0.f) {
         throw std::logic_error("[Matmul] alpha and beta need an inexact dtype (bug)");
@@ -138,6 +135,15 @@ void batched_gemm(const Operand& a, const Operand& b, array& target, int64_t M, 
     } else {
       throw std::logic_error("[Matmul] 16-bit floats are computed in float32 (bug)");
     }
+  };
+  // Enough products for every thread: one product per thread at a time
+  // (Note [One pool for BLAS]); else each product is cut into parts.
+  if (batches >= 2 * cpu::num_threads()) {
+    cpu::parallel_for(batches, 1, [&](int64_t b0, int64_t b1) {
+      for (int64_t bi = b0; bi < b1; ++bi) product(bi);
+    });
+  } else {
+    for (int64_t bi = 0; bi < batches; ++bi) product(bi);
   }
 }
 

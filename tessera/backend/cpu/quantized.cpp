@@ -5,7 +5,6 @@
 // (double for float64) and multiplies it with BLAS: for transpose, a tile of
 // rows of W (N, K) gives a block of output columns; otherwise a tile of rows
 // of W (K, N) is accumulated into the whole output.
-#include "tessera/backend/cpu/cblas.h"
 
 #include <algorithm>
 #include <cstring>
@@ -161,17 +160,6 @@ void small_m_plain(const C* x, int64_t M, int64_t K, const uint32_t* w, const T*
   });
 }
 
-template <typename C>
-void gemm(bool trans_b, int64_t M, int64_t N, int64_t K, const C* a, int64_t lda, const C* b,
-          int64_t ldb, C beta, C* c, int64_t ldc) {
-  auto tb = trans_b ? CblasTrans : CblasNoTrans;
-  if constexpr (std::is_same_v<C, float>) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, M, N, K, 1.f, a, lda, b, ldb, beta, c, ldc);
-  } else {
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, tb, M, N, K, 1.0, a, lda, b, ldb, beta, c, ldc);
-  }
-}
-
 }  // namespace
 
 void Quantize::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
@@ -297,11 +285,12 @@ void QuantizedMatmul::eval_cpu(const std::vector<array>& inputs, array& out) {
         dequantize_rows<T, C>(wb, sb, zb, r0, r1, values, group_size_, bits_, tile.data());
         if (transpose_) {
           // y[:, r0:r1] = x @ tile^T
-          gemm<C>(true, M, r1 - r0, K, xb, K, tile.data(), values, C(0), yb + r0, N);
+          cpu::gemm<C>(false, true, M, r1 - r0, K, C(1), xb, K, tile.data(), values, C(0),
+                       yb + r0, N);
         } else {
           // y += x[:, r0:r1] @ tile
-          gemm<C>(false, M, N, r1 - r0, xb + r0, K, tile.data(), values, r0 == 0 ? C(0) : C(1),
-                  yb, N);
+          cpu::gemm<C>(false, false, M, N, r1 - r0, C(1), xb + r0, K, tile.data(), values,
+                       r0 == 0 ? C(0) : C(1), yb, N);
         }
       }
     }
