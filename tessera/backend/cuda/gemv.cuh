@@ -16,6 +16,7 @@
 //   Exact to a float32 reference within float32 summation, as cuBLASLt's
 // CUBLAS_COMPUTE_32F. gemv_rows picks R from the number of rows and the
 // device's multiprocessors (bench/gemv_gpu.cu's sweep).
+//   TESSERA_DENSE_GEMV=0 leaves every product to cuBLASLt (to measure it).
 #pragma once
 
 #include <cstdint>

@@ -358,7 +358,11 @@ void gemm(const Operand& a, const Operand& b, void* dst, int64_t ldc, const Stri
 // x, at one stride; 0 where that does not apply (then cuBLASLt). Their
 // count is dense_gemv's to bound.
 int64_t gemv_rows(const Operand& a, const Operand& b, const Shape& batch_shape, int64_t M) {
-  if (a.trans || !b.trans) return 0;
+  static const bool enabled = [] {
+    const char* v = std::getenv("TESSERA_DENSE_GEMV");
+    return !(v && std::string(v) == "0");
+  }();
+  if (!enabled || a.trans || !b.trans) return 0;
   int64_t rows = M, stride = M * a.ld;
   for (int d = static_cast<int>(batch_shape.size()) - 1; d >= 0; --d) {
     if (batch_shape[d] == 1) continue;
