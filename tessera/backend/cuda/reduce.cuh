@@ -134,6 +134,7 @@ __device__ __forceinline__ A block_reduce(A acc, M merge) {
       A other = shfl_down(acc, off);
       if (lane + off < nwarps) acc = merge(acc, other);
     }
+    __syncwarp();  // lanes past nwarps read warp_totals[0] above
     if (lane == 0) warp_totals[0] = acc;
   }
   __syncthreads();
