@@ -146,7 +146,7 @@ def test_bad_input_is_refused_with_the_op_name(device):
                                        (mx.bfloat16, 1e-2)])
 @pytest.mark.parametrize("lead,n,k", [((1,), 130, 256), ((3,), 5, 24), ((8,), 1000, 64),
                                       ((9,), 33, 16), ((2, 1), 17, 40), ((2, 4), 7, 8),
-                                      ((1, 1), 64, 12), ((5,), 3, 1032)])
+                                      ((1, 1), 64, 12), ((5,), 3, 1032), ((4,), 96, 520)])
 def test_matmul_of_few_rows_with_transposed_weights_matches_numpy(dtype, tol, lead, n, k, rng,
                                                                   device):
     x = mx.array(rng.standard_normal(lead + (k,)).astype(np.float32)).astype(dtype)

@@ -33,7 +33,10 @@
 
 namespace tessera::gpu::gemv {
 
-constexpr int kMaxRows = 8;
+// At 8 rows cuBLASLt's kernels were 1.3 to 2 times faster than this one
+// (bench/gemv_gpu.cu, H100, 2026-12-07); at 4 rows this one was 1.03 to 1.9
+// times faster.
+constexpr int kMaxRows = 4;
 constexpr int kThreads = 128;
 constexpr int kMaxWeights = 4;
 
@@ -165,7 +168,7 @@ __global__ void __launch_bounds__(kThreads)
 // M <= kMaxRows.
 template <typename T, int R>
 cudaError_t launch(const T* x, int64_t ldx, Weights<T> ws, int M, int64_t K, cudaStream_t st) {
-  constexpr int R4 = R < 4 ? R : 4, R2 = R < 2 ? R : 2;
+  constexpr int R4 = R < 4 ? R : 4;
   auto run = [&](auto kernel, int rows) {
     ws.first[0] = 0;
     for (int i = 0; i < ws.count; ++i) {
@@ -177,10 +180,8 @@ cudaError_t launch(const T* x, int64_t ldx, Weights<T> ws, int M, int64_t K, cud
     run(dense_kernel<T, 1, R>, R);
   } else if (M <= 2) {
     run(dense_kernel<T, 2, R>, R);
-  } else if (M <= 4) {
-    run(dense_kernel<T, 4, R4>, R4);
   } else {
-    run(dense_kernel<T, 8, R2>, R2);
+    run(dense_kernel<T, 4, R4>, R4);
   }
   return cudaGetLastError();
 }

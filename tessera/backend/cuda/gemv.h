@@ -25,8 +25,9 @@ struct GemvWeight {
 // y_i = x (M, K), rows at stride ldx, @ W_i^T for each of count (1 to 4)
 // weights, in one launch queued on s. dtype is float32, float16 or bfloat16
 // (sums in float32). Returns false, queueing nothing, where the kernel does
-// not apply: more than 8 rows of x, another dtype, x or a W not 16-byte
-// aligned, or K, ldx or an ldw not a whole number of 16-byte chunks.
+// not apply: more than 4 rows of x (gemv::kMaxRows), another dtype, x or a W
+// not 16-byte aligned, or K, ldx or an ldw not a whole number of 16-byte
+// chunks.
 bool dense_gemv(const void* x, int64_t ldx, const GemvWeight* weights, int count, Dtype dtype,
                 int64_t M, int64_t K, const Stream& s);
 

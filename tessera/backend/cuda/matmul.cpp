@@ -15,7 +15,7 @@
 // float16 and bfloat16 accumulate in float32, float64 and complex64 in their
 // own type.
 // Integer and bool operands, prepared the same way, go to integer_gemm
-// (matmul_int.cu) instead of cuBLASLt, and x @ W^T with at most 8 rows of x
+// (matmul_int.cu) instead of cuBLASLt, and x @ W^T with at most 4 rows of x
 // (decoding) to the matrix-vector kernel of gemv.cuh.
 //
 // gpu::gemm (matmul.h) runs the same cuBLASLt path for other kernels, on
