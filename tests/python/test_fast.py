@@ -74,6 +74,17 @@ def test_rope_matches_the_rotation(rng, traditional, device):
                        offset=1, freqs=mx.array(freqs))
     np.testing.assert_allclose(np.array(got), np_rope(x, 8, traditional, None, 1.0, 1, freqs),
                                rtol=1e-4, atol=1e-5)
+    # Heads share their positions' angles (computed once for all of them on the
+    # CPU): the same values as each head alone.
+    for offset in [3, mx.array(offsets)]:
+        whole = np.array(mx.fast.rope(mx.array(x), 12, traditional=traditional, base=10000.0,
+                                      scale=0.5, offset=offset))
+        for b in range(2):
+            o = offset if isinstance(offset, int) else offset[b:b + 1]
+            for h in range(3):
+                alone = mx.fast.rope(mx.array(x[b:b + 1, h:h + 1]), 12, traditional=traditional,
+                                     base=10000.0, scale=0.5, offset=o)
+                np.testing.assert_array_equal(np.array(alone)[0, 0], whole[b, h])
 
 
 def test_rope_refuses_bad_arguments(device):

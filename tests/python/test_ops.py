@@ -141,6 +141,17 @@ def test_where_clip_isclose(device, rng):
     y = rng.standard_normal((4, 5)).astype(np.float32)
     close(mx.where(x > 0, x, y), np.where(x > 0, x, y))
     close(mx.where(mx.array(x).T > 0, 1.0, 0.0), np.where(x.T > 0, 1.0, 0.0))
+    # A mask broadcast over leading axes against dense values and a constant
+    # (attention's causal mask), for elements of 1, 2, 4 and 8 bytes.
+    mask = np.tril(np.ones((6, 6), dtype=bool))
+    scores = rng.standard_normal((2, 3, 6, 6))
+    for dt in (mx.int8, mx.float16, mx.float32, mx.int64):
+        s = mx.array(scores * 10).astype(dt)
+        low = mx.array(-7).astype(dt)
+        want = np.where(mask, np.array(s), np.array(low))
+        np.testing.assert_array_equal(np.array(mx.where(mx.array(mask), s, low)), want)
+        np.testing.assert_array_equal(np.array(mx.where(~mx.array(mask), -7, s).astype(dt)),
+                                      want)
     close(mx.clip(x, -0.5, 0.5), np.clip(x, -0.5, 0.5))
     close(mx.clip(x, None, 0.5), np.minimum(x, 0.5))
     close(mx.clip(x, -0.5, None), np.maximum(x, -0.5))

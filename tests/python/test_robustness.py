@@ -211,6 +211,11 @@ def test_bool_bytes_other_than_zero_and_one_read_as_true():
         assert mx.logical_not(b).tolist() == [True, False, False, False]
         assert (~b).tolist() == [True, False, False, False]
         assert b.sum().item() == 3
+        xs, ys = mx.array([1.0, 2.0, 3.0, 4.0]), mx.array([-1.0, -2.0, -3.0, -4.0])
+        assert mx.where(b, xs, ys).tolist() == [-1.0, 2.0, 3.0, 4.0]
+        assert mx.where(b, xs, 0.0).tolist() == [0.0, 2.0, 3.0, 4.0]
+        assert mx.where(b, 5.0, ys).tolist() == [-1.0, 5.0, 5.0, 5.0]
+        assert mx.where(b, 1, 0).tolist() == [0, 1, 1, 1]
     still_works()
 
 

@@ -7,8 +7,11 @@
 // general strided (collapsed dimensions, with the same loops per row). A dense input used for
 // the last time donates its buffer to the output (see Note [Donation]).
 #include <algorithm>
+#include <array>
+#include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "tessera/core/dispatch.h"
 #include "tessera/backend/common/elementwise.h"
@@ -170,6 +173,40 @@ void binary_op(const array& a, const array& b, array& out, const Op& op, const P
   });
 }
 
+// o[i * inc[3]] = c[i * inc[0]] ? x[i * inc[1]] : y[i * inc[2]] for i < n.
+// Where c, x (or y) and o are dense and the other operand dense or one value
+// (a mask, or a constant such as attention's lowest score), as a blend of
+// bit masks, which the compiler vectorises (a ternary on bool it left
+// scalar); else one by one. T is an unsigned integer of the element's width.
+template <typename T>
+void select_row(const bool* cb, const T* x, const T* y, T* o, int64_t n,
+                const std::array<int64_t, 4>& inc) {
+  const auto* c = reinterpret_cast<const uint8_t*>(cb);
+  auto pick = [](uint8_t k, T a, T b) {
+    const T m = T(0) - static_cast<T>(k != 0);
+    return static_cast<T>((a & m) | (b & static_cast<T>(~m)));
+  };
+  if constexpr (std::is_unsigned_v<T>) {
+    if (inc[0] == 1 && inc[3] == 1) {
+      if (inc[1] == 1 && inc[2] == 1) {
+        for (int64_t i = 0; i < n; ++i) o[i] = pick(c[i], x[i], y[i]);
+        return;
+      }
+      if (inc[1] == 1 && inc[2] == 0) {
+        const T v = *y;
+        for (int64_t i = 0; i < n; ++i) o[i] = pick(c[i], x[i], v);
+        return;
+      }
+      if (inc[1] == 0 && inc[2] == 1) {
+        const T v = *x;
+        for (int64_t i = 0; i < n; ++i) o[i] = pick(c[i], v, y[i]);
+        return;
+      }
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) o[i * inc[3]] = cb[i * inc[0]] ? x[i * inc[1]] : y[i * inc[2]];
+}
+
 // condition ? x : y; moves bytes only, so one instantiation per element width.
 template <typename T>
 void select_typed(const array& c, const array& x, const array& y, array& out) {
@@ -188,11 +225,22 @@ void select_typed(const array& c, const array& x, const array& y, array& out) {
     }
     T* o = out.data<T>();
     cpu::parallel_for(static_cast<int64_t>(x.data_size()), kGrain, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) o[i] = pc[i] ? px[i] : py[i];
+      select_row(pc + lo, px + lo, py + lo, o + lo, hi - lo, {1, 1, 1, 1});
     });
     return;
   }
-  out.set_data(allocator::malloc(out.nbytes()));
+  // x or y written over in place where it is dense and not needed again
+  // (attention's scores under a broadcast mask).
+  auto dense_donor = [&](const array& a) {
+    return a.flags().row_contiguous && a.data_size() == a.size() && a.is_donatable();
+  };
+  if (dense_donor(x)) {
+    out.move_shared_buffer(x);
+  } else if (dense_donor(y)) {
+    out.move_shared_buffer(y);
+  } else {
+    out.set_data(allocator::malloc(out.nbytes()));
+  }
   T* o = out.data<T>();
   auto collapsed = tessera::collapse_contiguous_dims(
       out.shape(), {c.strides(), x.strides(), y.strides(), out.strides()});
@@ -205,11 +253,8 @@ void select_typed(const array& c, const array& x, const array& y, array& out) {
         tessera::for_each_row<4>(shape, strides, lo, hi,
                              [&](const std::array<int64_t, 4>& off, int64_t n,
                                  const std::array<int64_t, 4>& inc) {
-                               for (int64_t i = 0; i < n; ++i) {
-                                 o[off[3] + i * inc[3]] = pc[off[0] + i * inc[0]]
-                                                              ? px[off[1] + i * inc[1]]
-                                                              : py[off[2] + i * inc[2]];
-                               }
+                               select_row(pc + off[0], px + off[1], py + off[2], o + off[3],
+                                          n, inc);
                              });
       });
 }

@@ -187,21 +187,56 @@ void RoPE::eval_cpu(const std::vector<array>& inputs, std::vector<array>& output
                  : offset.dtype() == int64 ? static_cast<float>(offset.data<int64_t>()[b])
                                            : offset.data<float>()[b];
   }
+  // The angle of value pair i at row r: the row's position (its place in the
+  // sequence plus its batch element's offset, scaled) times inv[i].
+  const bool per_batch_offset = offsets.size() != 1;
+  auto position = [&](int64_t r) {
+    const int64_t b = r * d / per_batch;
+    return (static_cast<float>(r % t_len) + offsets[per_batch_offset ? b : 0]) * scale_;
+  };
+  // Rows of different heads share their positions: where there are at least
+  // two rows a position, each position's cosines and sines are computed once
+  // (the same values, so the same results).
+  const int64_t rows = static_cast<int64_t>(x.size()) / d;
+  const int64_t positions = (per_batch_offset ? batch : 1) * t_len;
+  std::vector<float> table;
+  if (rows >= 2 * positions) {
+    table.resize(static_cast<size_t>(positions) * half * 2);
+    cpu::parallel_for(positions, std::max<int64_t>(1, 4096 / std::max(half, 1)),
+                      [&](int64_t begin, int64_t end) {
+      for (int64_t p = begin; p < end; ++p) {
+        // position p is that of row (p / t_len) * per_batch / d + p % t_len
+        const float pos = position((p / t_len) * (per_batch / d) + p % t_len);
+        for (int i = 0; i < half; ++i) {
+          const float theta = pos * inv[i];
+          table[(p * half + i) * 2] = std::cos(theta);
+          table[(p * half + i) * 2 + 1] = std::sin(theta);
+        }
+      }
+    });
+  }
   dispatch_kernel(x.dtype(), "RoPE", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* xs = x.data<T>();
     T* ys = out.data<T>();
-    cpu::parallel_for(x.size() / d, std::max<int64_t>(1, 16384 / d), [&](int64_t begin,
-                                                                          int64_t end) {
+    cpu::parallel_for(rows, std::max<int64_t>(1, 16384 / d), [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         const T* xr = xs + r * d;
         T* yr = ys + r * d;
-        const int64_t b = r * d / per_batch;
-        const float pos =
-            (static_cast<float>(r % t_len) + offsets[offsets.size() == 1 ? 0 : b]) * scale_;
+        const float pos = position(r);
+        const float* cs = nullptr;
+        if (!table.empty()) {
+          const int64_t p = (per_batch_offset ? r * d / per_batch * t_len : 0) + r % t_len;
+          cs = table.data() + p * half * 2;
+        }
         for (int i = 0; i < half; ++i) {
-          const float theta = pos * inv[i];
-          const float c = std::cos(theta), s = std::sin(theta);
+          float c, s;
+          if (cs) {
+            c = cs[2 * i], s = cs[2 * i + 1];
+          } else {
+            const float theta = pos * inv[i];
+            c = std::cos(theta), s = std::sin(theta);
+          }
           const int i1 = traditional_ ? 2 * i : i, i2 = traditional_ ? 2 * i + 1 : i + half;
           const float x1 = static_cast<float>(xr[i1]), x2 = static_cast<float>(xr[i2]);
           yr[i1] = T(x1 * c - x2 * s);
