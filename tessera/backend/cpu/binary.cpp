@@ -16,6 +16,7 @@
 #include "tessera/core/dispatch.h"
 #include "tessera/backend/common/elementwise.h"
 #include "tessera/backend/common/strided.h"
+#include "tessera/backend/cpu/select.h"
 #include "tessera/backend/cpu/threading.h"
 #include "tessera/backend/cpu/vector_math.h"
 #include "tessera/ops/primitives/binary.h"
@@ -173,40 +174,6 @@ void binary_op(const array& a, const array& b, array& out, const Op& op, const P
   });
 }
 
-// o[i * inc[3]] = c[i * inc[0]] ? x[i * inc[1]] : y[i * inc[2]] for i < n.
-// Where c, x (or y) and o are dense and the other operand dense or one value
-// (a mask, or a constant such as attention's lowest score), as a blend of
-// bit masks, which the compiler vectorises (a ternary on bool it left
-// scalar); else one by one. T is an unsigned integer of the element's width.
-template <typename T>
-void select_row(const bool* cb, const T* x, const T* y, T* o, int64_t n,
-                const std::array<int64_t, 4>& inc) {
-  const auto* c = reinterpret_cast<const uint8_t*>(cb);
-  auto pick = [](uint8_t k, T a, T b) {
-    const T m = T(0) - static_cast<T>(k != 0);
-    return static_cast<T>((a & m) | (b & static_cast<T>(~m)));
-  };
-  if constexpr (std::is_unsigned_v<T>) {
-    if (inc[0] == 1 && inc[3] == 1) {
-      if (inc[1] == 1 && inc[2] == 1) {
-        for (int64_t i = 0; i < n; ++i) o[i] = pick(c[i], x[i], y[i]);
-        return;
-      }
-      if (inc[1] == 1 && inc[2] == 0) {
-        const T v = *y;
-        for (int64_t i = 0; i < n; ++i) o[i] = pick(c[i], x[i], v);
-        return;
-      }
-      if (inc[1] == 0 && inc[2] == 1) {
-        const T v = *x;
-        for (int64_t i = 0; i < n; ++i) o[i] = pick(c[i], v, y[i]);
-        return;
-      }
-    }
-  }
-  for (int64_t i = 0; i < n; ++i) o[i * inc[3]] = cb[i * inc[0]] ? x[i * inc[1]] : y[i * inc[2]];
-}
-
 // condition ? x : y; moves bytes only, so one instantiation per element width.
 template <typename T>
 void select_typed(const array& c, const array& x, const array& y, array& out) {
@@ -225,7 +192,7 @@ void select_typed(const array& c, const array& x, const array& y, array& out) {
     }
     T* o = out.data<T>();
     cpu::parallel_for(static_cast<int64_t>(x.data_size()), kGrain, [&](int64_t lo, int64_t hi) {
-      select_row(pc + lo, px + lo, py + lo, o + lo, hi - lo, {1, 1, 1, 1});
+      cpu::select_row(pc + lo, px + lo, py + lo, o + lo, hi - lo, {1, 1, 1, 1});
     });
     return;
   }
@@ -253,8 +220,8 @@ void select_typed(const array& c, const array& x, const array& y, array& out) {
         tessera::for_each_row<4>(shape, strides, lo, hi,
                              [&](const std::array<int64_t, 4>& off, int64_t n,
                                  const std::array<int64_t, 4>& inc) {
-                               select_row(pc + off[0], px + off[1], py + off[2], o + off[3],
-                                          n, inc);
+                               cpu::select_row(pc + off[0], px + off[1], py + off[2],
+                                               o + off[3], n, inc);
                              });
       });
 }

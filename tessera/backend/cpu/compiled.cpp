@@ -24,6 +24,7 @@
 
 #include "tessera/backend/common/elementwise.h"
 #include "tessera/backend/common/fused_layout.h"
+#include "tessera/backend/cpu/select.h"
 #include "tessera/backend/cpu/threading.h"
 #include "tessera/backend/cpu/vector_math.h"
 #include "tessera/core/dispatch.h"
@@ -116,11 +117,8 @@ void binary_step(const void* const* args, void* out, int64_t n, const FusedStep&
 template <typename T>
 void select_step(const void* const* args, void* out, int64_t n, const FusedStep&, Dtype,
                  cpu::Operands) {
-  const bool* c = static_cast<const bool*>(args[0]);
-  const T* x = static_cast<const T*>(args[1]);
-  const T* y = static_cast<const T*>(args[2]);
-  T* o = static_cast<T*>(out);
-  for (int64_t i = 0; i < n; ++i) o[i] = c[i] ? x[i] : y[i];
+  cpu::select_row(static_cast<const bool*>(args[0]), static_cast<const T*>(args[1]),
+                  static_cast<const T*>(args[2]), static_cast<T*>(out), n, {1, 1, 1, 1});
 }
 
 void astype_step(const void* const* args, void* out, int64_t n, const FusedStep& step, Dtype in,
