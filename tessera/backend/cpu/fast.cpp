@@ -35,19 +35,36 @@ Rows rows_of(const array& x) {
   return {static_cast<int64_t>(x.size()) / d, d};
 }
 
+// The sum of f(i) for i < n in double, as kSumLanes interleaved sums added
+// at the end: the additions of one lane do not wait on the others', so the
+// loop vectorises and runs at the adds' throughput (one running sum waits on
+// each addition in turn).
+constexpr int kSumLanes = 8;
+template <typename F>
+double interleaved_sum(int64_t n, F f) {
+  double lanes[kSumLanes] = {};
+  int64_t i = 0;
+  for (; i + kSumLanes <= n; i += kSumLanes) {
+    for (int k = 0; k < kSumLanes; ++k) lanes[k] += f(i + k);
+  }
+  for (int k = 0; i < n; ++i, ++k) lanes[k] += f(i);
+  return ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) +
+         ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+}
+
 // (mean, 1 / sqrt(variance + eps)) of a row; the mean is 0 for rms_norm.
 template <typename T>
 std::pair<float, float> row_stats(const T* x, int64_t d, bool rms, float eps) {
-  double mean = 0, sq = 0;
+  double mean = 0;
   if (!rms) {
-    for (int64_t i = 0; i < d; ++i) mean += static_cast<float>(x[i]);
+    mean = interleaved_sum(d, [&](int64_t i) { return double(static_cast<float>(x[i])); });
     mean /= static_cast<double>(d);
   }
   const float m = static_cast<float>(mean);
-  for (int64_t i = 0; i < d; ++i) {
+  const double sq = interleaved_sum(d, [&](int64_t i) {
     const double c = static_cast<float>(x[i]) - m;
-    sq += c * c;
-  }
+    return c * c;
+  });
   return {m, 1.0f / std::sqrt(static_cast<float>(sq / static_cast<double>(d)) + eps)};
 }
 
@@ -111,12 +128,15 @@ void norm_backward(const std::vector<array>& inputs, std::vector<array>& outputs
           const T* xr = xs + r * d;
           const T* cr = cs + r * d;
           const auto [mean, inv] = row_stats(xr, d, rms, eps);
-          double sg = 0, sgn = 0;
-          for (int64_t i = 0; i < d; ++i) {
-            const float g = static_cast<float>(cr[i]) * (ws ? static_cast<float>(ws[i]) : 1.0f);
-            sg += g;
-            sgn += static_cast<double>(g) * ((static_cast<float>(xr[i]) - mean) * inv);
-          }
+          auto g_at = [&](int64_t i) {
+            return static_cast<float>(cr[i]) * (ws ? static_cast<float>(ws[i]) : 1.0f);
+          };
+          const double sg = rms ? 0.0 : interleaved_sum(d, [&](int64_t i) {
+            return double(g_at(i));
+          });
+          const double sgn = interleaved_sum(d, [&](int64_t i) {
+            return static_cast<double>(g_at(i)) * ((static_cast<float>(xr[i]) - mean) * inv);
+          });
           const float mg = rms ? 0.0f : static_cast<float>(sg / static_cast<double>(d));
           const float mgn = static_cast<float>(sgn / static_cast<double>(d));
           T* dxr = dxs + r * d;
