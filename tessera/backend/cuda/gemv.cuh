@@ -144,9 +144,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int m = 0; m < MM; ++m) {
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-      float v = acc[m][r];
-#pragma unroll
-      for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+      const float v = mma::warp_sum(acc[m][r]);
       if (lane == 0) part[warp][m * R + r] = v;
     }
   }

@@ -137,6 +137,14 @@ __device__ __forceinline__ T from_f(float x) {
   return T(x);
 }
 
+// The sum of v over the warp's 32 lanes, in every lane (a butterfly of
+// shuffles: every lane adds in the same order).
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+
 #endif  // __CUDACC__
 
 }  // namespace tessera::gpu::mma

@@ -802,9 +802,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
   for (int m = 0; m < MM; ++m) {
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-      float v = acc[m][r];
-#pragma unroll
-      for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+      const float v = mma::warp_sum(acc[m][r]);
       if (lane == r && m < M && rows.valid[r]) y[(batch * M + m) * N + n0 + r] = mma::from_f<T>(v);
     }
   }
