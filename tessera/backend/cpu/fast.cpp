@@ -214,6 +214,15 @@ void RoPE::eval_cpu(const std::vector<array>& inputs, std::vector<array>& output
     const int64_t b = r * d / per_batch;
     return (static_cast<float>(r % t_len) + offsets[per_batch_offset ? b : 0]) * scale_;
   };
+  // cs[2i], cs[2i + 1] = cos and sin of pair i's angle at row r.
+  auto angles = [&](int64_t r, float* cs) {
+    const float pos = position(r);
+    for (int i = 0; i < half; ++i) {
+      const float theta = pos * inv[i];
+      cs[2 * i] = std::cos(theta);
+      cs[2 * i + 1] = std::sin(theta);
+    }
+  };
   // Rows of different heads share their positions: where there are at least
   // two rows a position, each position's cosines and sines are computed once
   // (the same values, so the same results).
@@ -224,14 +233,9 @@ void RoPE::eval_cpu(const std::vector<array>& inputs, std::vector<array>& output
     table.resize(static_cast<size_t>(positions) * half * 2);
     cpu::parallel_for(positions, std::max<int64_t>(1, 4096 / std::max(half, 1)),
                       [&](int64_t begin, int64_t end) {
+      // position p is that of row (p / t_len) * per_batch / d + p % t_len
       for (int64_t p = begin; p < end; ++p) {
-        // position p is that of row (p / t_len) * per_batch / d + p % t_len
-        const float pos = position((p / t_len) * (per_batch / d) + p % t_len);
-        for (int i = 0; i < half; ++i) {
-          const float theta = pos * inv[i];
-          table[(p * half + i) * 2] = std::cos(theta);
-          table[(p * half + i) * 2 + 1] = std::sin(theta);
-        }
+        angles((p / t_len) * (per_batch / d) + p % t_len, table.data() + p * half * 2);
       }
     });
   }
@@ -240,23 +244,19 @@ void RoPE::eval_cpu(const std::vector<array>& inputs, std::vector<array>& output
     const T* xs = x.data<T>();
     T* ys = out.data<T>();
     cpu::parallel_for(rows, std::max<int64_t>(1, 16384 / d), [&](int64_t begin, int64_t end) {
+      std::vector<float> row_angles(table.empty() ? 2 * half : 0);
       for (int64_t r = begin; r < end; ++r) {
         const T* xr = xs + r * d;
         T* yr = ys + r * d;
-        const float pos = position(r);
-        const float* cs = nullptr;
-        if (!table.empty()) {
-          const int64_t p = (per_batch_offset ? r * d / per_batch * t_len : 0) + r % t_len;
-          cs = table.data() + p * half * 2;
+        const float* cs = row_angles.data();
+        if (table.empty()) {
+          angles(r, row_angles.data());
+        } else {
+          cs = table.data() +
+               ((per_batch_offset ? r * d / per_batch * t_len : 0) + r % t_len) * half * 2;
         }
         for (int i = 0; i < half; ++i) {
-          float c, s;
-          if (cs) {
-            c = cs[2 * i], s = cs[2 * i + 1];
-          } else {
-            const float theta = pos * inv[i];
-            c = std::cos(theta), s = std::sin(theta);
-          }
+          const float c = cs[2 * i], s = cs[2 * i + 1];
           const int i1 = traditional_ ? 2 * i : i, i2 = traditional_ ? 2 * i + 1 : i + half;
           const float x1 = static_cast<float>(xr[i1]), x2 = static_cast<float>(xr[i2]);
           yr[i1] = T(x1 * c - x2 * s);
