@@ -10,17 +10,21 @@ import os
 import sys
 
 
-def _find_nccl():
-    """NCCL's library as pip installs it (the nvidia-nccl package that PyTorch and
-    JAX bring, not on the loader's path): named in TESSERA_NCCL_LIBRARY, which the
-    NCCL backend loads (Note [Communicators] in distributed/comm.h)."""
-    if "TESSERA_NCCL_LIBRARY" in os.environ:
-        return
-    for root in sys.path:
-        path = os.path.join(root or ".", "nvidia", "nccl", "lib", "libnccl.so.2")
-        if os.path.isfile(path):
-            os.environ["TESSERA_NCCL_LIBRARY"] = path
-            return
+def _find_pip_libraries():
+    """NVIDIA's libraries as pip installs them (the nvidia-* packages that PyTorch
+    and JAX bring, not on the loader's path), each named in the variable its
+    loader reads: NCCL for the NCCL backend (Note [Communicators] in
+    distributed/comm.h), cuDNN for fused attention (Note [cuDNN] in
+    backend/cuda/cudnn.cpp)."""
+    for variable, folder, name in (("TESSERA_NCCL_LIBRARY", "nccl", "libnccl.so.2"),
+                                   ("TESSERA_CUDNN_LIBRARY", "cudnn", "libcudnn.so.9")):
+        if variable in os.environ:
+            continue
+        for root in sys.path:
+            path = os.path.join(root or ".", "nvidia", folder, "lib", name)
+            if os.path.isfile(path):
+                os.environ[variable] = path
+                break
 
 
 def _gpu_of_local_rank():
@@ -40,7 +44,7 @@ def _gpu_of_local_rank():
         os.environ["CUDA_VISIBLE_DEVICES"] = gpus[int(local)]
 
 
-_find_nccl()
+_find_pip_libraries()
 _gpu_of_local_rank()
 
 from . import core  # noqa: E402

@@ -321,39 +321,44 @@ TEST(Export, FastPrimitiveNodesAndTheirVjps) {
 
 // Attention's vjp node, which the GPU's backward kernel makes (and the CPU's
 // vjp does not), made here as its rule makes it: it reads both outputs of the
-// forward node, {o, lse}.
+// forward node, {o, lse}, and the cotangent of lse, or none where it is zero.
 TEST(Export, AttentionVjpNodeRoundTrips) {
-  Fn grads = [](const Args& a) {
-    fast::PrimitiveScope nodes;
-    array o = fast::scaled_dot_product_attention(a[0], a[1], a[2], 0.5f, "causal");
-    auto attention = std::dynamic_pointer_cast<fast::Custom>(o.primitive_ptr());
-    auto forward = attention->fallback();
-    auto fallback = [forward](std::vector<array> in) {
-      auto g = vjp(forward, {in[0], in[1], in[2]}, {in[5], in[6]}).second;
-      return std::vector<array>{g[0], g[1], g[2]};
+  for (bool with_d_lse : {true, false}) {
+    Fn grads = [with_d_lse](const Args& a) {
+      fast::PrimitiveScope nodes;
+      array o = fast::scaled_dot_product_attention(a[0], a[1], a[2], 0.5f, "causal");
+      auto attention = std::dynamic_pointer_cast<fast::Custom>(o.primitive_ptr());
+      auto forward = attention->fallback();
+      auto fallback = [forward](std::vector<array> in) {
+        array d_lse = in.size() > 6 ? in[6] : zeros_like(in[4]);
+        auto g = vjp(forward, {in[0], in[1], in[2]}, {in[5], d_lse}).second;
+        return std::vector<array>{g[0], g[1], g[2]};
+      };
+      std::vector<array> outs = o.outputs();
+      std::vector<array> in = {a[0], a[1], a[2], outs[0], outs[1], a[3]};
+      if (with_d_lse) in.push_back(zeros_like(outs[1]));
+      return array::make_arrays(
+          {a[0].shape(), a[1].shape(), a[2].shape()}, {float32, float32, float32},
+          std::make_shared<fast::ScaledDotProductAttentionVJP>(
+              to_stream({}), fallback, 0.5f, fast::ScaledDotProductAttention::Mask::causal, false),
+          in);
     };
-    std::vector<array> outs = o.outputs();
-    std::vector<array> in = {a[0], a[1], a[2], outs[0], outs[1], a[3], zeros_like(outs[1])};
-    return array::make_arrays(
-        {a[0].shape(), a[1].shape(), a[2].shape()}, {float32, float32, float32},
-        std::make_shared<fast::ScaledDotProductAttentionVJP>(
-            to_stream({}), fallback, 0.5f, fast::ScaledDotProductAttention::Mask::causal, false),
-        in);
-  };
-  Args in = {random_f32({1, 2, 4, 8}, 95), random_f32({1, 2, 4, 8}, 96),
-             random_f32({1, 2, 4, 8}, 97), random_f32({1, 2, 4, 8}, 98)};
-  const std::string path = temp_file("attention_vjp");
-  export_function(path, grads, in);
-  Args other = in;
-  other[3] = other[3] * 3.0f;
-  auto got = import_function(path)(other);
-  auto want = grads(other);
-  ASSERT_EQ(got.size(), 3u);
-  for (size_t i = 0; i < got.size(); ++i) {
-    ASSERT_EQ(got[i].shape(), want[i].shape());
-    EXPECT_TRUE(allclose(got[i], want[i], 1e-4, 1e-5).item<bool>()) << "gradient " << i;
+    Args in = {random_f32({1, 2, 4, 8}, 95), random_f32({1, 2, 4, 8}, 96),
+               random_f32({1, 2, 4, 8}, 97), random_f32({1, 2, 4, 8}, 98)};
+    const std::string path = temp_file("attention_vjp");
+    export_function(path, grads, in);
+    Args other = in;
+    other[3] = other[3] * 3.0f;
+    auto got = import_function(path)(other);
+    auto want = grads(other);
+    ASSERT_EQ(got.size(), 3u);
+    for (size_t i = 0; i < got.size(); ++i) {
+      ASSERT_EQ(got[i].shape(), want[i].shape());
+      EXPECT_TRUE(allclose(got[i], want[i], 1e-4, 1e-5).item<bool>())
+          << "gradient " << i << (with_d_lse ? " with" : " without") << " d_lse";
+    }
+    std::remove(path.c_str());
   }
-  std::remove(path.c_str());
 }
 
 // The forward pass of a two-layer network whose weights are constants of the

@@ -1,10 +1,12 @@
-// eval_gpu of ScaledDotProductAttention and ScaledDotProductAttentionVJP: the
-// flash attention kernels of attention.cuh on the evaluated inputs. q, k, v
+// eval_gpu of ScaledDotProductAttention and ScaledDotProductAttentionVJP:
+// cuDNN's fused attention where it takes the case (Note [cuDNN] in cudnn.cpp),
+// else the flash attention kernels of attention.cuh, on the evaluated inputs. q, k, v
 // and d_o are read through their strides where the last axis is dense and
 // rows start on 16 bytes; otherwise (and for o, lse, d_lse unless
 // row-contiguous) a row-contiguous copy is read. Cases the kernels do not
 // cover never reach here (ScaledDotProductAttention::kernel_covers), except
 // nodes forced by a PrimitiveScope, which take the fallback.
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -12,6 +14,7 @@
 
 #include "tessera/backend/cuda/attention.cuh"
 #include "tessera/backend/cuda/copy.h"
+#include "tessera/backend/cuda/cudnn.h"
 #include "tessera/backend/cuda/device.h"
 #include "tessera/ops/primitives/fast.h"
 
@@ -105,6 +108,41 @@ std::vector<Operand> forward_params(const std::vector<array>& inputs, float scal
   return held;
 }
 
+// The case as cuDNN takes it (Note [cuDNN] in cudnn.cpp), or false where it
+// cannot: sinks, boolean masks, more queries than keys under a causal mask,
+// masks broadcast along queries or keys, and decoding (few queries, which the
+// split kernel of attention.cuh reads at the memory's speed).
+bool cudnn_case(const att::FwdParams& p, const array& q, bool has_sinks, Mask mask,
+                gpu::cudnn::Attention& a) {
+  using C = gpu::cudnn::Attention;
+  if (has_sinks || att::use_decode(p) || p.mask_kind == att::kBool) return false;
+  if (mask == Mask::causal && p.tq > p.tkv) return false;
+  a.dtype = q.dtype();
+  a.b = p.b, a.hq = p.hq, a.hkv = p.hkv, a.tq = p.tq, a.tkv = p.tkv, a.d = p.d;
+  a.scale = p.scale;
+  a.mask = mask == Mask::causal ? C::Mask::causal : mask == Mask::array ? C::Mask::bias : C::Mask::none;
+  for (int i = 0; i < 3; ++i) {
+    a.q_strides[i] = p.qs[i];
+    a.k_strides[i] = p.ks[i];
+    a.v_strides[i] = p.vs[i];
+  }
+  a.q_strides[3] = a.k_strides[3] = a.v_strides[3] = 1;
+  const int64_t o_strides[4] = {p.hq * p.tq * p.d, p.tq * p.d, p.d, 1};
+  std::copy(o_strides, o_strides + 4, a.o_strides);
+  if (a.mask == C::Mask::bias) {
+    const int64_t dims[4] = {p.b, p.hq, p.tq, p.tkv};
+    for (int i = 0; i < 4; ++i) {
+      a.bias_dims[i] = p.ms[i] == 0 && i < 2 ? 1 : dims[i];
+      a.bias_strides[i] = p.ms[i];
+    }
+    if (p.ms[3] != 1 || (p.ms[2] == 0 && p.tq > 1) || (p.ms[2] * q.itemsize()) % 16 != 0 ||
+        reinterpret_cast<uintptr_t>(p.mask) % 16 != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
 void check(cudaError_t e, const char* op) {
   if (e != cudaSuccess) {
     throw std::runtime_error(std::string("[") + op + "] kernel launch failed: " +
@@ -128,6 +166,12 @@ void ScaledDotProductAttention::eval_gpu(const std::vector<array>& inputs,
   p.lse = lse;
   cudaStream_t cs = gpu::cuda_stream(s);
   const bool bf16 = inputs[0].dtype() == bfloat16;
+  gpu::cudnn::Attention a;
+  if (cudnn_case(p, inputs[0], has_sinks_, mask_, a)) {
+    gpu::cudnn::AttentionPointers ptrs;
+    ptrs.q = p.q, ptrs.k = p.k, ptrs.v = p.v, ptrs.bias = p.mask, ptrs.o = o, ptrs.lse = lse;
+    if (gpu::cudnn::attention_forward(a, ptrs, s, op)) return;
+  }
   if (att::use_decode(p)) {
     att::DecodeSplit sp = att::decode_split(p, gpu::properties().multiProcessorCount);
     float* scratch =
@@ -147,7 +191,8 @@ void ScaledDotProductAttentionVJP::eval_gpu(const std::vector<array>& inputs,
                                             std::vector<array>& outputs) {
   const char* op = "ScaledDotProductAttentionVJP";
   const Stream& s = stream();
-  const size_t n = inputs.size() - 4;  // q, k, v, mask?, sinks?
+  const size_t n = 3 + (mask_ == Mask::array) + has_sinks_;  // q, k, v, mask?, sinks?
+  const bool has_d_lse = inputs.size() > n + 3;
   if (!ScaledDotProductAttention::kernel_covers(
           s, mask_, std::vector<array>(inputs.begin(), inputs.begin() + n), true)) {
     return Custom::eval_gpu(inputs, outputs);
@@ -167,12 +212,25 @@ void ScaledDotProductAttentionVJP::eval_gpu(const std::vector<array>& inputs,
   att::BwdParams bp{};
   auto held = forward_params(inputs, scale_, mask_, has_sinks_, s, op, bp.f);
   Operand o = operand(inputs[n], s, op, true), lse = operand(inputs[n + 1], s, op, true);
-  Operand d_o = operand(inputs[n + 2], s, op), d_lse = operand(inputs[n + 3], s, op, true);
+  Operand d_o = operand(inputs[n + 2], s, op);
+  gpu::cudnn::Attention a;
+  if (!has_d_lse && cudnn_case(bp.f, q, has_sinks_, mask_, a)) {
+    for (int i = 0; i < 3; ++i) a.do_strides[i] = d_o.strides[i];
+    a.do_strides[3] = 1;
+    gpu::cudnn::AttentionPointers ptrs;
+    ptrs.q = bp.f.q, ptrs.k = bp.f.k, ptrs.v = bp.f.v, ptrs.bias = bp.f.mask;
+    ptrs.o = const_cast<void*>(o.ptr);
+    ptrs.lse = static_cast<float*>(const_cast<void*>(lse.ptr));
+    ptrs.d_o = d_o.ptr, ptrs.dq = dq, ptrs.dk = dk, ptrs.dv = dv;
+    if (gpu::cudnn::attention_backward(a, ptrs, s, op)) return;
+  }
+  std::optional<Operand> d_lse;
+  if (has_d_lse) d_lse = operand(inputs[n + 3], s, op, true);
   bp.f.o = const_cast<void*>(o.ptr);
   bp.f.lse = static_cast<float*>(const_cast<void*>(lse.ptr));
   bp.dout = d_o.ptr;
   for (int i = 0; i < 3; ++i) bp.dos[i] = d_o.strides[i];
-  bp.dlse = static_cast<const float*>(d_lse.ptr);
+  bp.dlse = d_lse ? static_cast<const float*>(d_lse->ptr) : nullptr;
   bp.delta = static_cast<float*>(gpu::scratch(rows * sizeof(float), s));
   bp.dq_acc = static_cast<float*>(gpu::scratch(rows * q.shape(3) * sizeof(float), s));
   bp.dq = dq;

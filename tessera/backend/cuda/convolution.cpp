@@ -1,4 +1,5 @@
-// eval_gpu of Convolution, as matrix products (backend/common/conv_plan.h): the
+// eval_gpu of Convolution: cuDNN's engines where they take the case (Note
+// [cuDNN] in cudnn.cpp); otherwise as matrix products (backend/common/conv_plan.h): the
 // window matrices of a chunk of output rows are gathered from the input (any
 // strides) into scratch memory (conv_windows.cu), then cuBLASLt multiplies
 // each group's with the weight (gpu::gemm, one strided-batched call over the
@@ -10,6 +11,7 @@
 #include "tessera/backend/common/conv_plan.h"
 #include "tessera/backend/cuda/conv_windows.h"
 #include "tessera/backend/cuda/copy.h"
+#include "tessera/backend/cuda/cudnn.h"
 #include "tessera/backend/cuda/device.h"
 #include "tessera/backend/cuda/matmul.h"
 #include "tessera/ops/primitives/convolution.h"
@@ -19,6 +21,88 @@ namespace tessera {
 namespace {
 
 constexpr size_t kWindowBytes = size_t(256) << 20;
+
+// a's device address, through a row-contiguous copy (kept in `dense`) where a
+// is not row-contiguous.
+const void* dense_ptr(const array& a, std::optional<array>& dense, const Stream& s) {
+  if (a.flags().row_contiguous) return gpu::device_ptr(a, s);
+  dense.emplace(a.shape(), a.dtype(), nullptr, std::vector<array>{});
+  gpu::copy_gpu_to_row_contiguous(a, *dense, s, "Convolution");
+  return gpu::device_ptr(*dense, s);
+}
+
+// cuDNN's convolution (Note [cuDNN] in cudnn.cpp) where it takes the case: a
+// floating dtype it runs, no cropping (negative padding), and either no input
+// dilation (a forward convolution) or stride 1 (the data gradient of the
+// forward convolution found below).
+bool cudnn_convolution(const Convolution& c, const array& x, const array& w, const array& out,
+                       const void* weight, void* y, const Stream& s) {
+  const Dtype t = out.dtype();
+  if (t != float32 && t != float16 && t != bfloat16) return false;
+  const int n = static_cast<int>(x.ndim()) - 2;
+  if (n < 1 || n > 3) return false;
+  bool dilated = false;
+  for (int i = 0; i < n; ++i) {
+    if (c.padding_lo()[i] < 0 || c.padding_hi()[i] < 0) return false;
+    dilated = dilated || c.input_dilation()[i] != 1;
+  }
+  gpu::cudnn::Convolution cc;
+  cc.dtype = t;
+  cc.groups = c.groups();
+  cc.dilation.assign(c.kernel_dilation().begin(), c.kernel_dilation().end());
+  std::optional<array> dense_x;
+  const void* in = dense_ptr(x, dense_x, s);
+  auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  if (!aligned(in) || !aligned(weight) || !aligned(y)) return false;
+  if (!dilated) {
+    cc.flip = c.flip();
+    cc.stride.assign(c.stride().begin(), c.stride().end());
+    cc.padding_lo.assign(c.padding_lo().begin(), c.padding_lo().end());
+    cc.padding_hi.assign(c.padding_hi().begin(), c.padding_hi().end());
+    cc.x_shape.assign(x.shape().begin(), x.shape().end());
+    cc.w_shape.assign(w.shape().begin(), w.shape().end());
+    cc.y_shape.assign(out.shape().begin(), out.shape().end());
+    return gpu::cudnn::convolution_forward(cc, in, weight, y, s, "Convolution");
+  }
+  // Input dilation e, stride 1: this is dx = dgrad(dy = x) of a forward
+  // convolution of stride e, the same kernel dilation, pre-padding
+  // span - 1 - lo, the opposite flip, and the weight w_f (O, K..., Cg) with
+  // w_f[g Og + o, k, cg] = w[g Cg + cg, k, o] (w is (G Cg, K..., Og), as the
+  // vjp of Convolution writes the input's gradient). Its post-padding is any
+  // that gives x's length; the smallest that is not negative is taken.
+  const int G = c.groups();
+  const int64_t Og = w.shape(-1), Cg = w.shape(0) / G, O = x.shape(-1);
+  if (O != G * Og) return false;
+  cc.flip = !c.flip();
+  for (int i = 0; i < n; ++i) {
+    if (c.stride()[i] != 1) return false;
+    const int64_t e = c.input_dilation()[i], d = c.kernel_dilation()[i];
+    const int64_t span = (w.shape(1 + i) - 1) * d + 1;
+    const int64_t pre = span - 1 - c.padding_lo()[i];
+    const int64_t base = (x.shape(1 + i) - 1) * e + span - out.shape(1 + i) - pre;
+    const int64_t post = std::max<int64_t>(base, 0);
+    if (pre < 0 || post > base + e - 1) return false;
+    cc.stride.push_back(e);
+    cc.padding_lo.push_back(pre);
+    cc.padding_hi.push_back(post);
+  }
+  cc.x_shape.assign(out.shape().begin(), out.shape().end());
+  cc.y_shape.assign(x.shape().begin(), x.shape().end());
+  // w_f, copied from w viewed as (G, Og, K..., Cg).
+  Shape view = {G, static_cast<ShapeElem>(Og)};
+  for (int i = 0; i < n; ++i) view.push_back(w.shape(1 + i));
+  view.push_back(static_cast<ShapeElem>(Cg));
+  const Strides ws = row_major_strides(w.shape());
+  Strides from = {Cg * ws[0], 1};
+  for (int i = 0; i < n; ++i) from.push_back(ws[1 + i]);
+  from.push_back(ws[0]);
+  void* wf = gpu::scratch(w.nbytes(), s);
+  gpu::copy_gpu(view, weight, t, from, wf, t, row_major_strides(view), s, "Convolution");
+  cc.w_shape = {O};
+  for (int i = 0; i < n; ++i) cc.w_shape.push_back(w.shape(1 + i));
+  cc.w_shape.push_back(Cg);
+  return gpu::cudnn::convolution_backward_data(cc, in, wf, y, s, "Convolution");
+}
 
 }  // namespace
 
@@ -33,15 +117,9 @@ void Convolution::eval_gpu(const std::vector<array>& inputs, array& out) {
     TESSERA_CUDA_CHECK(cudaMemsetAsync(y, 0, out.nbytes(), gpu::cuda_stream(s)));
     return;
   }
-  std::optional<array> dense;
-  const void* weight;
-  if (w.flags().row_contiguous) {
-    weight = gpu::device_ptr(w, s);
-  } else {
-    dense.emplace(w.shape(), w.dtype(), nullptr, std::vector<array>{});
-    gpu::copy_gpu_to_row_contiguous(w, *dense, s, "Convolution");
-    weight = gpu::device_ptr(*dense, s);
-  }
+  std::optional<array> dense_w;
+  const void* weight = dense_ptr(w, dense_w, s);
+  if (cudnn_convolution(*this, x, w, out, weight, y, s)) return;
   const void* in = gpu::device_ptr(x, s);
   const int64_t esize = out.itemsize();
   const int64_t O = p.out_channels;

@@ -79,19 +79,11 @@ struct GemmTypes {
   cudaDataType_t scale;
 };
 
-// MLX_ENABLE_TF32 as MLX reads it: an integer, 1 when unset or empty.
-bool tf32_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("MLX_ENABLE_TF32");
-    return !v || !*v || std::atoi(v) != 0;
-  }();
-  return on;
-}
-
 GemmTypes gemm_types(Dtype t, const char* op) {
   switch (t.val) {
     case Dtype::Val::float32:
-      return {CUDA_R_32F, tf32_enabled() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+      return {CUDA_R_32F,
+              gpu::tf32_enabled() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
               CUDA_R_32F};
     case Dtype::Val::float16: return {CUDA_R_16F, CUBLAS_COMPUTE_32F, CUDA_R_32F};
     case Dtype::Val::bfloat16: return {CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F};
@@ -447,6 +439,18 @@ void eval_product(const array& a_in, const array& b_in, const array* c, array& o
 }
 
 }  // namespace
+
+namespace gpu {
+
+bool tf32_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("MLX_ENABLE_TF32");
+    return !v || !*v || std::atoi(v) != 0;
+  }();
+  return on;
+}
+
+}  // namespace gpu
 
 bool gpu::grouped_matmul(const GroupedProducts& g, const std::vector<array>& inputs,
                          std::vector<array>& outputs) {

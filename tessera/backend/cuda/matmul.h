@@ -19,6 +19,10 @@ class GroupedProducts;
 
 namespace tessera::gpu {
 
+// Whether float32 products may run in TF32 on the tensor cores:
+// MLX_ENABLE_TF32 as MLX reads it, an integer, 1 when unset or empty.
+bool tf32_enabled();
+
 // c = a (M x K) @ b (K x N) for every batch element, element (i, j) of batch
 // element b at c + elem_to_loc(b, batch_shape, c_batch_strides) + i * ldc + j
 // (in elements). a and b each need a unit row or column stride. float32,

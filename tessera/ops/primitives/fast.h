@@ -199,8 +199,8 @@ std::vector<array> node_or_fallback(std::shared_ptr<Custom> p, std::vector<Shape
                                     std::vector<Dtype> dtypes, std::vector<array> inputs);
 
 // The gradients {dq, dk, dv} of attention, from inputs {q, k, v, mask?,
-// sinks?, o, lse, d_o, d_lse}; its fallback differentiates the forward
-// fallback's graph.
+// sinks?, o, lse, d_o, d_lse?} (no d_lse where lse's cotangent is zero); its
+// fallback differentiates the forward fallback's graph.
 class ScaledDotProductAttentionVJP : public Custom {
  public:
   ScaledDotProductAttentionVJP(Stream s, Fallback fallback, float scale,

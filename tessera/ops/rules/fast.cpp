@@ -12,6 +12,7 @@
 #include "tessera/core/eval.h"
 #include "tessera/core/gpu.h"
 #include "tessera/ops/ops.h"
+#include "tessera/ops/primitives/copy.h"
 #include "tessera/ops/rules/composite.h"
 #include "tessera/transforms/transforms.h"
 
@@ -175,6 +176,22 @@ bool gpu_has_attention_kernels() {
   return yes;
 }
 
+// Whether a is known to be zeros without evaluating it: zeros_like's graph (a
+// copy of a broadcast of a constant 0), as the transforms give an output that
+// has no cotangent.
+bool known_zeros(array a) {
+  while (a.has_primitive()) {
+    const Primitive& p = a.primitive();
+    if (!dynamic_cast<const Copy*>(&p) && !dynamic_cast<const Broadcast*>(&p) &&
+        !dynamic_cast<const AsType*>(&p)) {
+      return false;
+    }
+    a = a.inputs()[0];
+  }
+  if (!a.is_available() || a.size() != 1 || !issubdtype(a.dtype(), floating)) return false;
+  return a.item<float>() == 0.0f;
+}
+
 }  // namespace
 
 // The cases of backend/cuda/attention.cu: a GPU stream of sm_80 or later; q, k
@@ -213,12 +230,16 @@ std::vector<array> ScaledDotProductAttention::vjp(const std::vector<array>& prim
   const Stream& st = stream();
   const size_t n = primals.size();
   const array &q = primals[0], &k = primals[1], &v = primals[2];
+  // The VJP node takes d_lse only where it may be nonzero (lse is used only
+  // by gradients, so mostly it is not): without it, cuDNN's backward can run.
   std::vector<array> in = primals;
-  in.insert(in.end(), {outputs[0], outputs[1], cotangents[0], cotangents[1]});
+  in.insert(in.end(), {outputs[0], outputs[1], cotangents[0]});
+  if (!known_zeros(cotangents[1])) in.push_back(cotangents[1]);
   Fallback forward = fallback();
   auto grads_fallback = [forward, n](std::vector<array> in) {
     std::vector<array> prim(in.begin(), in.begin() + n);
-    auto grads = tessera::vjp(forward, prim, {in[n + 2], in[n + 3]}).second;
+    array d_lse = in.size() > n + 3 ? in[n + 3] : zeros_like(in[n + 1]);
+    auto grads = tessera::vjp(forward, prim, {in[n + 2], d_lse}).second;
     return std::vector<array>{grads[0], grads[1], grads[2]};
   };
   std::vector<array> qkv;

@@ -1,0 +1,118 @@
+"""2-D convolutions of ResNet-50's layer shapes at batch 64 on the GPU, forward
+and forward with backward (the gradients of input and weight), written once
+against the MLX API (channels last: x (N, H, W, C), w (O, kH, kW, C)) so that
+the same code measures Tessera and MLX CUDA, with PyTorch in channels-last
+memory (cuDNN) beside them. One framework per process:
+
+    python3 bench/conv_gpu.py tessera > tessera.jsonl
+    python3 bench/conv_gpu.py mlx     > mlx.jsonl
+    python3 bench/conv_gpu.py torch   > torch.jsonl
+    python3 bench/compare.py tessera.jsonl torch.jsonl PyTorch
+
+Further arguments keep only the benchmarks whose name contains one of them.
+A forward pass counts 2·N·Ho·Wo·O·kH·kW·C flops, forward with backward three
+times that. float32 allows TF32 in all three (MLX's default, and PyTorch's
+with cudnn.allow_tf32).
+"""
+import sys
+
+from measure import report, run_framework, time_median
+
+FRAMEWORK = sys.argv[1] if len(sys.argv) > 1 else "tessera"
+FILTERS = sys.argv[2:]
+BATCH = 64
+
+# name, (H, C, O, k, stride): the distinct convolutions of ResNet-50's stages.
+CASES = [
+    ("conv1_7x7s2", (224, 3, 64, 7, 2)),
+    ("res2_1x1", (56, 64, 256, 1, 1)),
+    ("res2_3x3", (56, 64, 64, 3, 1)),
+    ("res3_3x3s2", (56, 128, 128, 3, 2)),
+    ("res3_3x3", (28, 128, 128, 3, 1)),
+    ("res4_3x3", (14, 256, 256, 3, 1)),
+    ("res4_1x1", (14, 256, 1024, 1, 1)),
+    ("res5_3x3", (7, 512, 512, 3, 1)),
+]
+DTYPES = ["bfloat16", "float32"]
+
+
+def wanted(name):
+    return not FILTERS or any(f in name for f in FILTERS)
+
+
+def out_size(h, k, stride):
+    return (h + 2 * (k // 2) - k) // stride + 1
+
+
+def flops(h, c, o, k, stride):
+    ho = out_size(h, k, stride)
+    return 2.0 * BATCH * ho * ho * o * k * k * c
+
+
+def run_mlx_api(mx):
+    def sync():
+        mx.synchronize()
+
+    for dtype in DTYPES:
+        t = getattr(mx, dtype)
+        for case, (h, c, o, k, stride) in CASES:
+            name = f"conv2d_{case}_{dtype}"
+            if not (wanted(name) or wanted(name + "_fwd_bwd")):
+                continue
+            x = (mx.random.normal((BATCH, h, h, c), key=mx.random.key(1)) * 0.5).astype(t)
+            w = (mx.random.normal((o, k, k, c), key=mx.random.key(2)) * 0.05).astype(t)
+            mx.eval(x, w)
+            pad = k // 2
+            f = flops(h, c, o, k, stride)
+            if wanted(name):
+                run = lambda: mx.eval(mx.conv2d(x, w, stride=stride, padding=pad))
+                report(name, time_median(run, 10, 3, sync), f, "flop")
+            if wanted(name + "_fwd_bwd"):
+                loss = lambda x, w: mx.conv2d(x, w, stride=stride, padding=pad).astype(mx.float32).sum()
+                g = mx.grad(loss, argnums=(0, 1))
+                report(name + "_fwd_bwd", time_median(lambda: mx.eval(g(x, w)), 5, 2, sync), 3 * f, "flop")
+            del x, w
+
+
+def run_torch():
+    import torch
+    import torch.nn.functional as F
+
+    torch.backends.cudnn.allow_tf32 = True
+    torch.backends.cudnn.benchmark = True
+
+    def sync():
+        torch.cuda.synchronize()
+
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    for dtype in DTYPES:
+        t = getattr(torch, dtype)
+        for case, (h, c, o, k, stride) in CASES:
+            name = f"conv2d_{case}_{dtype}"
+            if not (wanted(name) or wanted(name + "_fwd_bwd")):
+                continue
+            x = (torch.randn((BATCH, c, h, h), device="cuda", generator=gen) * 0.5).to(t)
+            w = (torch.randn((o, c, k, k), device="cuda", generator=gen) * 0.05).to(t)
+            x = x.contiguous(memory_format=torch.channels_last)
+            w = w.contiguous(memory_format=torch.channels_last)
+            pad = k // 2
+            f = flops(h, c, o, k, stride)
+            if wanted(name):
+                with torch.no_grad():
+                    report(name, time_median(lambda: F.conv2d(x, w, stride=stride, padding=pad), 10, 3, sync),
+                           f, "flop")
+            if wanted(name + "_fwd_bwd"):
+                xg, wg = x.detach().requires_grad_(), w.detach().requires_grad_()
+
+                def step():
+                    torch.autograd.grad(F.conv2d(xg, wg, stride=stride, padding=pad).float().sum(), (xg, wg))
+                report(name + "_fwd_bwd", time_median(step, 5, 2, sync), 3 * f, "flop")
+            del x, w
+
+
+def main():
+    run_framework(FRAMEWORK, run_torch, run_mlx_api)
+
+
+if __name__ == "__main__":
+    main()
