@@ -120,7 +120,9 @@ bool cudnn_case(const att::FwdParams& p, const array& q, bool has_sinks, Mask ma
   a.dtype = q.dtype();
   a.b = p.b, a.hq = p.hq, a.hkv = p.hkv, a.tq = p.tq, a.tkv = p.tkv, a.d = p.d;
   a.scale = p.scale;
-  a.mask = mask == Mask::causal ? C::Mask::causal : mask == Mask::array ? C::Mask::bias : C::Mask::none;
+  a.mask = mask == Mask::causal  ? C::Mask::causal
+           : mask == Mask::array ? C::Mask::bias
+                                 : C::Mask::none;
   for (int i = 0; i < 3; ++i) {
     a.q_strides[i] = p.qs[i];
     a.k_strides[i] = p.ks[i];
@@ -130,10 +132,13 @@ bool cudnn_case(const att::FwdParams& p, const array& q, bool has_sinks, Mask ma
   const int64_t o_strides[4] = {p.hq * p.tq * p.d, p.tq * p.d, p.d, 1};
   std::copy(o_strides, o_strides + 4, a.o_strides);
   if (a.mask == C::Mask::bias) {
+    // Axes the mask broadcasts over (batch, heads) have length 1, with the
+    // stride a dense array of that shape would have.
     const int64_t dims[4] = {p.b, p.hq, p.tq, p.tkv};
-    for (int i = 0; i < 4; ++i) {
+    for (int i = 3; i >= 0; --i) {
       a.bias_dims[i] = p.ms[i] == 0 && i < 2 ? 1 : dims[i];
-      a.bias_strides[i] = p.ms[i];
+      a.bias_strides[i] = a.bias_dims[i] == 1 && i < 3 ? a.bias_dims[i + 1] * a.bias_strides[i + 1]
+                                                       : p.ms[i];
     }
     if (p.ms[3] != 1 || (p.ms[2] == 0 && p.tq > 1) || (p.ms[2] * q.itemsize()) % 16 != 0 ||
         reinterpret_cast<uintptr_t>(p.mask) % 16 != 0) {
