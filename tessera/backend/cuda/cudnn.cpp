@@ -1,24 +1,28 @@
 // Note [cuDNN]
-// cuDNN's fused attention (its "flash" engines: on Hopper, wgmma and TMA) runs
-// scaled_dot_product_attention's forward and backward passes where it has an
-// engine for the case; the flash kernels of attention.cuh take every other
+// cuDNN's fused attention (its "flash" engines: on Hopper, wgmma and TMA) can
+// run scaled_dot_product_attention's forward and backward passes where it has
+// an engine for the case; the flash kernels of attention.cuh take every other
 // case. Convolutions without input dilation (the forward pass, and the
-// weight's gradient) run cuDNN's forward convolution; those with input
+// weight's gradient) can run cuDNN's forward convolution, and those with input
 // dilation and stride 1 (the input's gradient of a strided convolution, and
-// transposed convolutions) are the data gradient of a forward convolution
-// and run cuDNN's (convolution.cpp finds that convolution); the
-// window-gathering products of convolution.cpp take the rest. float32 convolutions leave out
-// the tensor cores' (TF32) engines where MLX_ENABLE_TF32=0, as products do. It is reached through cuDNN's frontend (a header library fetched at
-// build time by scripts/fetch-cudnn-frontend), whose graphs are built once per
-// shape and layout and kept for the process.
+// transposed convolutions), being the data gradient of a forward convolution,
+// cuDNN's data gradient (convolution.cpp finds that convolution); the
+// window-gathering products of convolution.cpp take the rest. float32
+// convolutions leave out the tensor cores' (TF32) engines where
+// MLX_ENABLE_TF32=0, as products do.
 //
-// The library itself is loaded at run time: this file defines the few cuDNN
-// functions the frontend calls, each forwarding to the symbol of a
-// dlopen()ed libcudnn.so.9 ($TESSERA_CUDNN_LIBRARY first; the Python package
-// sets it to pip's nvidia-cudnn where one is installed). A machine without
-// cuDNN, or TESSERA_CUDNN=0, leaves every call to the own kernels; so does a
-// build without the frontend's headers (then only the stubs at the end are
-// compiled).
+// cuDNN is reached through its frontend (a header library fetched at build
+// time by scripts/fetch-cudnn-frontend), whose graphs are built once per shape
+// and layout and kept for the process; a case with no engine is remembered
+// too, and costs one attempt. The library itself is loaded at run time: this
+// file defines the few cuDNN functions the frontend calls, each forwarding to
+// the symbol of a dlopen()ed libcudnn.so.9 ($TESSERA_CUDNN_LIBRARY first; the
+// Python package sets it to pip's nvidia-cudnn where one is installed).
+//
+// The path is taken with TESSERA_CUDNN=1 only, until it has been measured and
+// checked against the own kernels on a GPU. Without it, on a machine without
+// cuDNN, or in a build without the frontend's headers (then only the stubs at
+// the end are compiled), every call stays with the own kernels.
 #include "tessera/backend/cuda/cudnn.h"
 
 #if defined(TESSERA_HAVE_CUDNN_FRONTEND)
@@ -47,10 +51,12 @@ namespace {
 
 void* library() {
   static void* lib = []() -> void* {
-    const char* off = std::getenv("TESSERA_CUDNN");
-    if (off && std::strcmp(off, "0") == 0) return nullptr;
+    const char* on = std::getenv("TESSERA_CUDNN");
+    if (!on || std::strcmp(on, "1") != 0) return nullptr;
     void* l = nullptr;
-    if (const char* path = std::getenv("TESSERA_CUDNN_LIBRARY")) l = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (const char* path = std::getenv("TESSERA_CUDNN_LIBRARY")) {
+      l = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    }
     if (!l) l = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
     return l;
   }();
@@ -298,9 +304,12 @@ bool run(std::vector<int64_t> k, Build build, std::unordered_map<int64_t, void*>
   if (!plan.graph) return false;
   void* workspace = plan.workspace > 0 ? gpu::scratch(plan.workspace, s) : nullptr;
   fe::error_t e = plan.graph->execute(h, pack, workspace);
+  // A plan that cannot be launched (nothing was queued) leaves the call to
+  // the own kernels, with a word on stderr.
   if (!e.is_good()) {
-    throw std::runtime_error(std::string("[") + op + "] cuDNN " + what + " failed: " +
-                             e.get_message());
+    std::fprintf(stderr, "[%s] cuDNN %s could not run (%s); Tessera's kernel runs instead\n", op,
+                 what, e.get_message().c_str());
+    return false;
   }
   return true;
 }

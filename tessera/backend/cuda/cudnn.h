@@ -13,8 +13,8 @@
 
 namespace tessera::gpu::cudnn {
 
-// Whether cuDNN was found, loaded and is enabled (TESSERA_CUDNN=0 turns it
-// off); decided once per process.
+// Whether cuDNN is enabled (TESSERA_CUDNN=1), found and loaded; decided once
+// per process.
 bool available();
 
 // One attention call's shapes and layouts. Strides are in elements, for axes
@@ -42,7 +42,7 @@ struct AttentionPointers {
 
 // Queue the pass on s and return true, or return false (nothing queued) where
 // cuDNN is not available or has no engine for the case. Errors in running a
-// built plan throw std::runtime_error naming op.
+// built plan leave the call to the caller too, with a word on stderr.
 bool attention_forward(const Attention& a, const AttentionPointers& p, const Stream& s,
                        const char* op);
 bool attention_backward(const Attention& a, const AttentionPointers& p, const Stream& s,
