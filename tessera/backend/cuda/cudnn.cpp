@@ -82,7 +82,8 @@ void* symbol(const char* name) {
 TESSERA_CUDNN_FORWARD(cudnnCreate, (cudnnHandle_t * handle), (handle))
 TESSERA_CUDNN_FORWARD(cudnnDestroy, (cudnnHandle_t handle), (handle))
 TESSERA_CUDNN_FORWARD(cudnnSetStream, (cudnnHandle_t handle, cudaStream_t stream), (handle, stream))
-TESSERA_CUDNN_FORWARD(cudnnGetStream, (cudnnHandle_t handle, cudaStream_t* stream), (handle, stream))
+TESSERA_CUDNN_FORWARD(cudnnGetStream, (cudnnHandle_t handle, cudaStream_t * stream),
+                      (handle, stream))
 TESSERA_CUDNN_FORWARD(cudnnBackendCreateDescriptor,
                       (cudnnBackendDescriptorType_t type, cudnnBackendDescriptor_t* d), (type, d))
 TESSERA_CUDNN_FORWARD(cudnnBackendDestroyDescriptor, (cudnnBackendDescriptor_t d), (d))
@@ -231,7 +232,9 @@ Plan build(const Attention& a, bool backward, cudnnHandle_t h) {
   auto k = tensor("k", kK, kv_dims, of(a.k_strides));
   auto v = tensor("v", kV, kv_dims, of(a.v_strides));
   std::shared_ptr<fe::graph::Tensor_attributes> bias;
-  if (a.mask == Attention::Mask::bias) bias = tensor("bias", kBias, of(a.bias_dims), of(a.bias_strides));
+  if (a.mask == Attention::Mask::bias) {
+    bias = tensor("bias", kBias, of(a.bias_dims), of(a.bias_strides));
+  }
   // Causal masks align to the end of the keys (MLX); with as many queries as
   // keys that is also the top-left diagonal, which more engines take.
   auto set_mask = [&](auto& attributes) {
