@@ -115,6 +115,7 @@ std::vector<Operand> forward_params(const std::vector<array>& inputs, float scal
 bool cudnn_case(const att::FwdParams& p, const array& q, bool has_sinks, Mask mask,
                 gpu::cudnn::Attention& a) {
   using C = gpu::cudnn::Attention;
+  if (!gpu::cudnn::available()) return false;
   if (has_sinks || att::use_decode(p) || p.mask_kind == att::kBool) return false;
   if (mask == Mask::causal && p.tq > p.tkv) return false;
   a.dtype = q.dtype();

@@ -34,9 +34,11 @@ const void* dense_ptr(const array& a, std::optional<array>& dense, const Stream&
 // cuDNN's convolution (Note [cuDNN] in cudnn.cpp) where it takes the case: a
 // floating dtype it runs, no cropping (negative padding), and either no input
 // dilation (a forward convolution) or stride 1 (the data gradient of the
-// forward convolution found below).
+// forward convolution found below). The case is settled before any copy is
+// queued.
 bool cudnn_convolution(const Convolution& c, const array& x, const array& w, const array& out,
                        const void* weight, void* y, const Stream& s) {
+  if (!gpu::cudnn::available()) return false;
   const Dtype t = out.dtype();
   if (t != float32 && t != float16 && t != bfloat16) return false;
   const int n = static_cast<int>(x.ndim()) - 2;
@@ -46,14 +48,14 @@ bool cudnn_convolution(const Convolution& c, const array& x, const array& w, con
     if (c.padding_lo()[i] < 0 || c.padding_hi()[i] < 0) return false;
     dilated = dilated || c.input_dilation()[i] != 1;
   }
+  auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  if (!aligned(weight) || !aligned(y)) return false;
   gpu::cudnn::Convolution cc;
   cc.dtype = t;
   cc.groups = c.groups();
   cc.dilation.assign(c.kernel_dilation().begin(), c.kernel_dilation().end());
-  std::optional<array> dense_x;
-  const void* in = dense_ptr(x, dense_x, s);
-  auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  if (!aligned(in) || !aligned(weight) || !aligned(y)) return false;
+  const int G = c.groups();
+  const int64_t Og = w.shape(-1), Cg = w.shape(0) / G, O = x.shape(-1);
   if (!dilated) {
     cc.flip = c.flip();
     cc.stride.assign(c.stride().begin(), c.stride().end());
@@ -62,32 +64,37 @@ bool cudnn_convolution(const Convolution& c, const array& x, const array& w, con
     cc.x_shape.assign(x.shape().begin(), x.shape().end());
     cc.w_shape.assign(w.shape().begin(), w.shape().end());
     cc.y_shape.assign(out.shape().begin(), out.shape().end());
-    return gpu::cudnn::convolution_forward(cc, in, weight, y, s, "Convolution");
+  } else {
+    // Input dilation e, stride 1: this is dx = dgrad(dy = x) of a forward
+    // convolution of stride e, the same kernel dilation, pre-padding
+    // span - 1 - lo, the opposite flip, and the weight w_f (O, K..., Cg) with
+    // w_f[g Og + o, k, cg] = w[g Cg + cg, k, o] (w is (G Cg, K..., Og), as the
+    // vjp of Convolution writes the input's gradient). Its post-padding is any
+    // that gives x's length; the smallest that is not negative is taken.
+    if (O != G * Og) return false;
+    cc.flip = !c.flip();
+    for (int i = 0; i < n; ++i) {
+      if (c.stride()[i] != 1) return false;
+      const int64_t e = c.input_dilation()[i], d = c.kernel_dilation()[i];
+      const int64_t span = (w.shape(1 + i) - 1) * d + 1;
+      const int64_t pre = span - 1 - c.padding_lo()[i];
+      const int64_t base = (x.shape(1 + i) - 1) * e + span - out.shape(1 + i) - pre;
+      const int64_t post = std::max<int64_t>(base, 0);
+      if (pre < 0 || post > base + e - 1) return false;
+      cc.stride.push_back(e);
+      cc.padding_lo.push_back(pre);
+      cc.padding_hi.push_back(post);
+    }
+    cc.x_shape.assign(out.shape().begin(), out.shape().end());
+    cc.y_shape.assign(x.shape().begin(), x.shape().end());
+    cc.w_shape = {O};
+    for (int i = 0; i < n; ++i) cc.w_shape.push_back(w.shape(1 + i));
+    cc.w_shape.push_back(Cg);
   }
-  // Input dilation e, stride 1: this is dx = dgrad(dy = x) of a forward
-  // convolution of stride e, the same kernel dilation, pre-padding
-  // span - 1 - lo, the opposite flip, and the weight w_f (O, K..., Cg) with
-  // w_f[g Og + o, k, cg] = w[g Cg + cg, k, o] (w is (G Cg, K..., Og), as the
-  // vjp of Convolution writes the input's gradient). Its post-padding is any
-  // that gives x's length; the smallest that is not negative is taken.
-  const int G = c.groups();
-  const int64_t Og = w.shape(-1), Cg = w.shape(0) / G, O = x.shape(-1);
-  if (O != G * Og) return false;
-  cc.flip = !c.flip();
-  for (int i = 0; i < n; ++i) {
-    if (c.stride()[i] != 1) return false;
-    const int64_t e = c.input_dilation()[i], d = c.kernel_dilation()[i];
-    const int64_t span = (w.shape(1 + i) - 1) * d + 1;
-    const int64_t pre = span - 1 - c.padding_lo()[i];
-    const int64_t base = (x.shape(1 + i) - 1) * e + span - out.shape(1 + i) - pre;
-    const int64_t post = std::max<int64_t>(base, 0);
-    if (pre < 0 || post > base + e - 1) return false;
-    cc.stride.push_back(e);
-    cc.padding_lo.push_back(pre);
-    cc.padding_hi.push_back(post);
-  }
-  cc.x_shape.assign(out.shape().begin(), out.shape().end());
-  cc.y_shape.assign(x.shape().begin(), x.shape().end());
+  std::optional<array> dense_x;
+  const void* in = dense_ptr(x, dense_x, s);
+  if (!aligned(in)) return false;
+  if (!dilated) return gpu::cudnn::convolution_forward(cc, in, weight, y, s, "Convolution");
   // w_f, copied from w viewed as (G, Og, K..., Cg).
   Shape view = {G, static_cast<ShapeElem>(Og)};
   for (int i = 0; i < n; ++i) view.push_back(w.shape(1 + i));
@@ -98,9 +105,6 @@ bool cudnn_convolution(const Convolution& c, const array& x, const array& w, con
   from.push_back(ws[0]);
   void* wf = gpu::scratch(w.nbytes(), s);
   gpu::copy_gpu(view, weight, t, from, wf, t, row_major_strides(view), s, "Convolution");
-  cc.w_shape = {O};
-  for (int i = 0; i < n; ++i) cc.w_shape.push_back(w.shape(1 + i));
-  cc.w_shape.push_back(Cg);
   return gpu::cudnn::convolution_backward_data(cc, in, wf, y, s, "Convolution");
 }
 
