@@ -49,29 +49,38 @@ def flops(h, c, o, k, stride):
     return 2.0 * BATCH * ho * ho * o * k * k * c
 
 
+def cases():
+    """(name, dtype, (H, C, O, k, stride), padding, flops) of each case whose
+    forward pass or forward with backward is wanted."""
+    for dtype in DTYPES:
+        for case, shape in CASES:
+            name = f"conv2d_{case}_{dtype}"
+            if wanted(name) or wanted(name + "_fwd_bwd"):
+                yield name, dtype, shape, shape[3] // 2, flops(*shape)
+
+
+def measure(name, forward, forward_backward, f, sync):
+    """Reports the timings of the wanted ones of the two runs."""
+    if wanted(name):
+        report(name, time_median(forward, 10, 3, sync), f, "flop")
+    if wanted(name + "_fwd_bwd"):
+        report(name + "_fwd_bwd", time_median(forward_backward, 5, 2, sync), 3 * f, "flop")
+
+
 def run_mlx_api(mx):
     def sync():
         mx.synchronize()
 
-    for dtype in DTYPES:
+    for name, dtype, (h, c, o, k, stride), pad, f in cases():
         t = getattr(mx, dtype)
-        for case, (h, c, o, k, stride) in CASES:
-            name = f"conv2d_{case}_{dtype}"
-            if not (wanted(name) or wanted(name + "_fwd_bwd")):
-                continue
-            x = (mx.random.normal((BATCH, h, h, c), key=mx.random.key(1)) * 0.5).astype(t)
-            w = (mx.random.normal((o, k, k, c), key=mx.random.key(2)) * 0.05).astype(t)
-            mx.eval(x, w)
-            pad = k // 2
-            f = flops(h, c, o, k, stride)
-            if wanted(name):
-                run = lambda: mx.eval(mx.conv2d(x, w, stride=stride, padding=pad))
-                report(name, time_median(run, 10, 3, sync), f, "flop")
-            if wanted(name + "_fwd_bwd"):
-                loss = lambda x, w: mx.conv2d(x, w, stride=stride, padding=pad).astype(mx.float32).sum()
-                g = mx.grad(loss, argnums=(0, 1))
-                report(name + "_fwd_bwd", time_median(lambda: mx.eval(g(x, w)), 5, 2, sync), 3 * f, "flop")
-            del x, w
+        x = (mx.random.normal((BATCH, h, h, c), key=mx.random.key(1)) * 0.5).astype(t)
+        w = (mx.random.normal((o, k, k, c), key=mx.random.key(2)) * 0.05).astype(t)
+        mx.eval(x, w)
+        loss = lambda x, w: mx.conv2d(x, w, stride=stride, padding=pad).astype(mx.float32).sum()
+        g = mx.grad(loss, argnums=(0, 1))
+        measure(name, lambda: mx.eval(mx.conv2d(x, w, stride=stride, padding=pad)),
+                lambda: mx.eval(g(x, w)), f, sync)
+        del x, w
 
 
 def run_torch():
@@ -85,29 +94,22 @@ def run_torch():
         torch.cuda.synchronize()
 
     gen = torch.Generator(device="cuda").manual_seed(0)
-    for dtype in DTYPES:
+    for name, dtype, (h, c, o, k, stride), pad, f in cases():
         t = getattr(torch, dtype)
-        for case, (h, c, o, k, stride) in CASES:
-            name = f"conv2d_{case}_{dtype}"
-            if not (wanted(name) or wanted(name + "_fwd_bwd")):
-                continue
-            x = (torch.randn((BATCH, c, h, h), device="cuda", generator=gen) * 0.5).to(t)
-            w = (torch.randn((o, c, k, k), device="cuda", generator=gen) * 0.05).to(t)
-            x = x.contiguous(memory_format=torch.channels_last)
-            w = w.contiguous(memory_format=torch.channels_last)
-            pad = k // 2
-            f = flops(h, c, o, k, stride)
-            if wanted(name):
-                with torch.no_grad():
-                    report(name, time_median(lambda: F.conv2d(x, w, stride=stride, padding=pad), 10, 3, sync),
-                           f, "flop")
-            if wanted(name + "_fwd_bwd"):
-                xg, wg = x.detach().requires_grad_(), w.detach().requires_grad_()
+        x = (torch.randn((BATCH, c, h, h), device="cuda", generator=gen) * 0.5).to(t)
+        w = (torch.randn((o, c, k, k), device="cuda", generator=gen) * 0.05).to(t)
+        x = x.contiguous(memory_format=torch.channels_last)
+        w = w.contiguous(memory_format=torch.channels_last)
+        xg, wg = x.detach().requires_grad_(), w.detach().requires_grad_()
 
-                def step():
-                    torch.autograd.grad(F.conv2d(xg, wg, stride=stride, padding=pad).float().sum(), (xg, wg))
-                report(name + "_fwd_bwd", time_median(step, 5, 2, sync), 3 * f, "flop")
-            del x, w
+        def forward():
+            with torch.no_grad():
+                F.conv2d(x, w, stride=stride, padding=pad)
+
+        def forward_backward():
+            torch.autograd.grad(F.conv2d(xg, wg, stride=stride, padding=pad).float().sum(), (xg, wg))
+        measure(name, forward, forward_backward, f, sync)
+        del x, w, xg, wg
 
 
 def main():
