@@ -144,11 +144,11 @@ Trace trace(const ExportFn& fun, const Args& args, const Kwargs& kwargs, bool sh
     }
     if (const auto* compiled = dynamic_cast<const Compiled*>(&p)) {
       // The program as the primitives it fused (Note [Fused programs]).
-      array unfused = compiled->unfused(a.inputs());
+      std::vector<array> unfused = compiled->unfused(a.inputs());
       std::unordered_set<std::uintptr_t> inner;
       for (const auto& in : a.inputs()) inner.insert(in.id());
-      for (const array& n : graph_of({unfused}, inner)) record(n);
-      refs.set(a, refs.of(unfused));
+      for (const array& n : graph_of(unfused, inner)) record(n);
+      for (size_t k = 0; k < outs.size(); ++k) refs.set(outs[k], refs.of(unfused[k]));
       return;
     }
     const PrimitiveCodec* codec = find_codec(name);

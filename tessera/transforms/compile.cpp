@@ -138,8 +138,11 @@ Record trace(const VecFn& fun, const std::vector<array>& inputs, bool simplify) 
 // (ops/primitives/compiled.h). A set grows from a root, the last node of the
 // record not yet in a set, towards its inputs: an input node joins when it is
 // fusable, has the root's shape and stream, and every read of it is by a
-// member (so no value computed inside is needed outside, and no path leaves
-// the set and comes back: the set is free of cycles). A Broadcast joins too
+// member (so no path leaves the set and comes back: the set is free of
+// cycles). An output of the function may join on the same terms, since
+// nothing reads it outside: it becomes one more output of the node (an
+// optimizer's update writes the parameter and its moments in one pass, as
+// MLX's compile does). A Broadcast joins too
 // when its own input stays outside: the fused kernel reads that input
 // broadcast. A Copy joins as a renaming. Sets of fewer than two ops that
 // compute stay as they are; a set never ends in a renaming. On the
@@ -163,8 +166,9 @@ void fuse(Record& rec, const std::vector<array>& inputs) {
       if (r.kind == Ref::node) ++reads[r.index];
     }
   }
+  std::vector<bool> is_output(n, false);
   for (const auto& r : rec.outputs) {
-    if (r.kind == Ref::node) reads[r.index] += 1u << 30;  // never inside a set
+    if (r.kind == Ref::node) is_output[r.index] = true;
   }
   std::vector<std::optional<FusedOp>> ops(n);
   for (size_t i = 0; i < n; ++i) {
@@ -194,7 +198,8 @@ void fuse(Record& rec, const std::vector<array>& inputs) {
         const uint32_t c = r.index;
         const auto& cand = rec.nodes[c];
         if (set_of[c] >= 0 || !ops[c] || cand.shapes[0] != top.shapes[0] ||
-            !(cand.primitive->stream() == top.primitive->stream())) {
+            !(cand.primitive->stream() == top.primitive->stream()) ||
+            (is_output[c] && Compiled::renames(*ops[c]))) {
           continue;
         }
         if (++reads_inside[c] == reads[c]) {
@@ -218,9 +223,15 @@ void fuse(Record& rec, const std::vector<array>& inputs) {
   std::unordered_map<uint32_t, const std::vector<uint32_t>*> set_at_root;
   for (const auto& s : sets) set_at_root.emplace(s.back(), &s);
   std::vector<uint32_t> new_index(n, UINT32_MAX);
+  // A member that is an output of the function: its position among the
+  // Compiled node's outputs (the root's is 0).
+  std::vector<uint32_t> new_position(n, 0);
   std::vector<RecordedNode> nodes;
   auto remap = [&](Ref r) {
-    if (r.kind == Ref::node) r.index = new_index[r.index];
+    if (r.kind == Ref::node) {
+      r.position = set_of[r.index] >= 0 ? new_position[r.index] : r.position;
+      r.index = new_index[r.index];
+    }
     return r;
   };
   for (uint32_t i = 0; i < n; ++i) {
@@ -261,12 +272,24 @@ void fuse(Record& rec, const std::vector<array>& inputs) {
       }
     }
     program.shape = rec.nodes[i].shapes[0];
-    node.primitive = std::make_shared<Compiled>(rec.nodes[i].primitive->stream(), std::move(program));
-    for (const auto& r : outside) node.inputs.push_back(remap(r));
+    // The root first, then the members that are outputs of the function.
+    const uint32_t new_i = static_cast<uint32_t>(nodes.size());
+    program.outputs.push_back(program.num_inputs + static_cast<uint32_t>(members.size()) - 1);
     node.shapes = rec.nodes[i].shapes;
     node.dtypes = rec.nodes[i].dtypes;
-    node.multi = false;
-    new_index[i] = static_cast<uint32_t>(nodes.size());
+    for (size_t k = 0; k + 1 < members.size(); ++k) {
+      const uint32_t m = members[k];
+      if (!is_output[m]) continue;
+      new_index[m] = new_i;
+      new_position[m] = static_cast<uint32_t>(program.outputs.size());
+      program.outputs.push_back(program.num_inputs + static_cast<uint32_t>(k));
+      node.shapes.push_back(rec.nodes[m].shapes[0]);
+      node.dtypes.push_back(rec.nodes[m].dtypes[0]);
+    }
+    node.multi = program.outputs.size() > 1;
+    node.primitive = std::make_shared<Compiled>(rec.nodes[i].primitive->stream(), std::move(program));
+    for (const auto& r : outside) node.inputs.push_back(remap(r));
+    new_index[i] = new_i;
     nodes.push_back(std::move(node));
   }
   for (auto& r : rec.outputs) r = remap(r);

@@ -264,6 +264,90 @@ TEST(CompileFusion, IntermediatesUsedOutsideStayOutputs) {
   });
 }
 
+// Outputs of the function that only the chain reads join it as outputs of the
+// one fused node: an Adam step writes the parameter and both moments in one
+// pass. An output also read outside the chain stays a node of its own.
+TEST(CompileFusion, OutputsOfTheFunctionJoinTheChain) {
+  ModeGuard guard;
+  harness::on_each_device([] {
+    auto adam = [](const std::vector<array>& x) {
+      const array &p = x[0], &g = x[1], &m = x[2], &v = x[3], &lr = x[4];
+      array m1 = 0.9f * m + 0.1f * g;
+      array v1 = 0.999f * v + 0.001f * square(g);
+      array p1 = p - lr * m1 / (sqrt(v1) + 1e-8f);
+      return std::vector<array>{p1, m1, v1};
+    };
+    const int n = (1 << 16) + 5;
+    std::vector<array> in;
+    for (int k = 0; k < 4; ++k) in.push_back(astype(grad_check::random_f64({n}, 20 + k), float32));
+    in[3] = abs(in[3]);
+    in.push_back(array(0.01f));
+    eval(in);
+    VecFn cadam = compile(adam);
+    eval(cadam(in));  // evaluates the constants the trace recorded (the scalars)
+    auto got = cadam(in);
+    auto want = adam(in);
+    EXPECT_EQ(detail::graph_primitives(got).size(), 1u);
+    EXPECT_EQ(count_fused(got), 1u);
+    ASSERT_EQ(got.size(), 3u);
+    EXPECT_EQ(got[0].primitive_ptr(), got[1].primitive_ptr());
+    EXPECT_EQ(got[1].primitive_ptr(), got[2].primitive_ptr());
+    expect_same(got[0], want[0], 2e-6, "parameter");
+    expect_same(got[1], want[1], 2e-6, "first moment");
+    expect_same(got[2], want[2], 2e-6, "second moment");
+
+    // The same outputs in another order, one of them twice.
+    auto reorder = [&adam](const std::vector<array>& x) {
+      auto r = adam(x);
+      return std::vector<array>{r[2], r[0], r[2]};
+    };
+    VecFn creorder = compile(reorder);
+    eval(creorder(in));
+    auto got2 = creorder(in);
+    EXPECT_EQ(count_fused(got2), 1u);
+    expect_same(got2[0], want[2], 2e-6, "reordered v");
+    expect_same(got2[1], want[0], 2e-6, "reordered p");
+    expect_same(got2[2], want[2], 2e-6, "repeated v");
+
+    // m1 read outside the chain (by a sum): it is computed by a node of its
+    // own, the rest fused.
+    auto outside = [&adam](const std::vector<array>& x) {
+      auto r = adam(x);
+      return std::vector<array>{r[0], r[1], r[2], sum(r[1])};
+    };
+    auto got3 = compile(outside)(in);
+    expect_same(got3[0], want[0], 2e-6, "p beside a read of m");
+    expect_same(got3[3], sum(want[1]), 1e-5, "the sum of m");
+
+    // Derivatives and vmap through the node of three outputs.
+    std::vector<array> small;
+    for (int k = 0; k < 4; ++k) small.push_back(grad_check::random_f64({5}, 30 + k, 0.5, 2));
+    small.push_back(array(0.1));
+    auto loss = [](VecFn f) {
+      return [f](const std::vector<array>& x) {
+        auto r = f(x);
+        return sum(r[0]) + 2.0 * sum(r[1] * r[1]) - sum(r[2]);
+      };
+    };
+    auto g = grad(loss(cadam), {0, 1, 2, 3, 4})(small);
+    auto gw = grad(loss(adam), {0, 1, 2, 3, 4})(small);
+    for (int k = 0; k < 5; ++k) {
+      harness::expect_values(g[k], grad_check::values(gw[k]), "grad " + std::to_string(k), 1e-12,
+                             1e-12);
+    }
+    grad_check::check_derivatives("compiled adam", cadam, small);
+    std::vector<array> rows;
+    for (int k = 0; k < 4; ++k) rows.push_back(grad_check::random_f64({3, 5}, 40 + k, 0.5, 2));
+    rows.push_back(array(0.1));
+    auto batched = vmap(cadam, {0, 0, 0, 0, -1}, {0, 0, 0})(rows);
+    auto plain = adam(rows);
+    for (int k = 0; k < 3; ++k) {
+      harness::expect_values(batched[k], grad_check::values(plain[k]), "vmap " + std::to_string(k),
+                             1e-12, 1e-12);
+    }
+  });
+}
+
 // Many blocks on several threads, with a ragged end.
 TEST(CompileFusion, LargeArrays) {
   ModeGuard guard;
@@ -345,6 +429,25 @@ TEST(CompileFusion, GeneratedSourceOfEveryOpCompiles) {
         source += gpu::fused_kernel(c->program(), dtypes, layout, "k" + std::to_string(kernels++));
       }
     }
+  }
+  // A program of three outputs (an Adam step).
+  {
+    auto adam = [](const std::vector<array>& x) {
+      array m1 = 0.9f * x[2] + 0.1f * x[1];
+      array v1 = 0.999f * x[3] + 0.001f * square(x[1]);
+      return std::vector<array>{x[0] - x[4] * m1 / (sqrt(v1) + 1e-8f), m1, v1};
+    };
+    std::vector<array> in;
+    for (int k = 0; k < 4; ++k) in.push_back(zeros({7}, k == 0 ? float32 : bfloat16));
+    in.push_back(array(0.1f));
+    auto out = compile(adam)(in);
+    auto* c = dynamic_cast<Compiled*>(&out[0].primitive());
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(c->program().output_registers().size(), 3u);
+    std::vector<Dtype> dtypes;
+    for (const auto& x : out[0].inputs()) dtypes.push_back(x.dtype());
+    FusedLayout layout = fused_layout(out[0].shape(), out[0].inputs());
+    source += gpu::fused_kernel(c->program(), dtypes, layout, "adam");
   }
   EXPECT_GT(kernels, 500);
   int arch = is_available(Device::gpu) ? -1 : 90;

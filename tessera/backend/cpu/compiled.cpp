@@ -11,8 +11,10 @@
 // a loop monomorphic in its op and types (chosen once per call, before any
 // element is touched), running the same scalar functor as the unfused kernel
 // with the same conversions, so the results are the unfused ones bit for bit.
-// A buffer is reused once the last step that reads it has run. An output of
-// kStreamBytes or more is computed into a buffer too and copied out with
+// A buffer is reused once the last step that reads it has run. A step whose
+// register is an output writes into that output, where later steps read it.
+// Outputs of kStreamBytes or more in all are computed into buffers too and
+// copied out with
 // stores that bypass the cache: it cannot stay in the cache, and a plain
 // store reads each line from memory before writing it (3 to 6% of a
 // compiled GELU over 2^24 floats on 2 cores, bench/compile_fusion.py).
@@ -226,8 +228,9 @@ struct Plan {
   enum Kind : uint8_t { in_place, gathered, filled, computed, alias, output };
   struct Register {
     Kind kind;
-    int slot = -1;       // buffer (gathered, filled, computed)
+    int slot = -1;        // buffer (gathered, filled, computed; output when streamed)
     uint32_t source = 0;  // alias: the register it renames
+    int output = -1;      // output: its position among the node's outputs
     size_t itemsize = 0;
   };
   std::vector<Register> regs;
@@ -235,8 +238,8 @@ struct Plan {
   std::vector<Dtype> in_dtypes;
   std::vector<cpu::Operands> forms;
   int slots = 0;
-  int staging = -1;  // the slot the last step writes when the output is streamed
-  int64_t block = 0;  // elements
+  bool streamed = false;  // outputs computed into slots, then streamed out
+  int64_t block = 0;      // elements
 };
 
 Plan make_plan(const FusedProgram& prog, const FusedLayout& layout,
@@ -244,6 +247,7 @@ Plan make_plan(const FusedProgram& prog, const FusedLayout& layout,
   Plan plan;
   const uint32_t n_in = prog.num_inputs;
   const uint32_t n_regs = n_in + static_cast<uint32_t>(prog.steps.size());
+  const std::vector<uint32_t> outputs = prog.output_registers();
   // The register that holds each register's data (a Broadcast renames its
   // operand's), and the last step that reads it.
   std::vector<uint32_t> owner(n_regs);
@@ -255,6 +259,20 @@ Plan make_plan(const FusedProgram& prog, const FusedLayout& layout,
   for (size_t j = 0; j < prog.steps.size(); ++j) {
     for (uint32_t r : prog.steps[j].args) last_read[owner[r]] = j;
   }
+  std::vector<int> output_of(n_regs, -1);
+  int64_t output_bytes = 0;
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const uint32_t r = outputs[k];
+    if (r < n_in || Compiled::renames(prog.steps[r - n_in].op) || output_of[r] >= 0) {
+      throw std::logic_error("[compile] a fused output is not a computed step of its own (bug)");
+    }
+    output_of[r] = static_cast<int>(k);
+    output_bytes += layout.size * static_cast<int64_t>(prog.steps[r - n_in].dtype.size);
+  }
+  if (output_of[n_regs - 1] < 0) {
+    throw std::logic_error("[compile] a fused program's last step is not an output (bug)");
+  }
+  plan.streamed = output_bytes >= kStreamBytes;
   size_t widest = 1;
   for (uint32_t r = 0; r < n_regs; ++r) widest = std::max<size_t>(widest, c.register_dtype(inputs, r).size);
   plan.block = kBlockBytes / static_cast<int64_t>(widest);
@@ -295,8 +313,10 @@ Plan make_plan(const FusedProgram& prog, const FusedLayout& layout,
     if (Compiled::renames(step.op)) {
       reg.kind = Plan::alias;
       reg.source = owner[r];
-    } else if (j + 1 == prog.steps.size()) {
+    } else if (output_of[r] >= 0) {
       reg.kind = Plan::output;
+      reg.output = output_of[r];
+      if (plan.streamed) reg.slot = plan.slots++;  // never freed: copied out after the block
     } else {
       reg.kind = Plan::computed;
       reg.slot = take();
@@ -306,31 +326,27 @@ Plan make_plan(const FusedProgram& prog, const FusedLayout& layout,
     for (uint32_t a : step.args) {
       const auto& o = plan.regs[owner[a]];
       if (last_read[owner[a]] == j && o.slot >= 0 && o.kind != Plan::filled &&
+          o.kind != Plan::output &&
           std::find(free_slots.begin(), free_slots.end(), o.slot) == free_slots.end()) {
         free_slots.push_back(o.slot);
       }
     }
-  }
-  if (plan.regs.back().kind != Plan::output) {
-    throw std::logic_error("[compile] a fused program ends in a renaming step (bug)");
-  }
-  if (layout.size * static_cast<int64_t>(plan.regs.back().itemsize) >= kStreamBytes) {
-    plan.staging = plan.slots++;
   }
   return plan;
 }
 
 }  // namespace
 
-void Compiled::eval_cpu(const std::vector<array>& inputs, array& out) {
-  out.set_data(allocator::malloc(out.nbytes()));
-  if (out.size() == 0) return;
-  const FusedLayout layout = fused_layout(out.shape(), inputs);
+void Compiled::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  for (auto& out : outputs) out.set_data(allocator::malloc(out.nbytes()));
+  if (outputs[0].size() == 0) return;
+  const FusedLayout layout = fused_layout(outputs[0].shape(), inputs);
   const Plan plan = make_plan(program_, layout, inputs, *this);
   const uint32_t n_in = program_.num_inputs;
   const int64_t size = layout.size;
   const int64_t blocks = (size + plan.block - 1) / plan.block;
-  char* dst = static_cast<char*>(out.raw_data());
+  std::vector<char*> dst;
+  for (auto& out : outputs) dst.push_back(static_cast<char*>(out.raw_data()));
   cpu::parallel_for(blocks, std::max<int64_t>(1, kGrainElements / plan.block), [&](int64_t b0,
                                                                                  int64_t b1) {
     std::unique_ptr<char[]> memory(new char[plan.slots * kBlockBytes + 64]);
@@ -370,19 +386,21 @@ void Compiled::eval_cpu(const std::vector<array>& inputs, array& out) {
           continue;
         }
         for (size_t a = 0; a < step.args.size(); ++a) args[a] = ptr[step.args[a]];
-        void* o = reg.kind != Plan::output ? slot(reg.slot)
-                  : plan.staging >= 0        ? slot(plan.staging)
-                                             : dst + start * reg.itemsize;
+        void* o = reg.kind != Plan::output || plan.streamed
+                      ? slot(reg.slot)
+                      : dst[reg.output] + start * static_cast<int64_t>(reg.itemsize);
         plan.fns[j](args, o, n, step, plan.in_dtypes[j], plan.forms[j]);
         ptr[n_in + j] = o;
       }
-      if (plan.staging >= 0) {
-        const size_t w = plan.regs.back().itemsize;
-        stream_copy(slot(plan.staging), dst + start * w, n * static_cast<int64_t>(w));
+      if (!plan.streamed) continue;
+      for (const auto& reg : plan.regs) {
+        if (reg.kind != Plan::output) continue;
+        const auto w = static_cast<int64_t>(reg.itemsize);
+        stream_copy(slot(reg.slot), dst[reg.output] + start * w, n * w);
       }
     }
 #if defined(__SSE2__)
-    if (plan.staging >= 0) _mm_sfence();
+    if (plan.streamed) _mm_sfence();
 #endif
   });
 }

@@ -17,7 +17,7 @@ namespace tessera {
 namespace {
 
 // The program's steps, each by the kernel of the primitive it replaces.
-void run_unfused(const Compiled& c, const std::vector<array>& inputs, array& out) {
+void run_unfused(const Compiled& c, const std::vector<array>& inputs, std::vector<array>& outputs) {
   const FusedProgram& p = c.program();
   std::vector<array> regs(inputs.begin(), inputs.end());
   for (const FusedStep& step : p.steps) {
@@ -27,18 +27,19 @@ void run_unfused(const Compiled& c, const std::vector<array>& inputs, array& out
     step.primitive->eval_gpu(args, outs);
     regs.push_back(outs[0]);
   }
-  out.copy_shared_buffer(regs.back());
+  const std::vector<uint32_t> registers = p.output_registers();
+  for (size_t k = 0; k < outputs.size(); ++k) outputs[k].copy_shared_buffer(regs[registers[k]]);
 }
 
 }  // namespace
 
-void Compiled::eval_gpu(const std::vector<array>& inputs, array& out) {
+void Compiled::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
   const Stream& s = stream();
-  if (out.size() == 0) {
-    gpu::allocate_output(out, s);
+  if (outputs[0].size() == 0) {
+    for (auto& out : outputs) gpu::allocate_output(out, s);
     return;
   }
-  const FusedLayout layout = fused_layout(out.shape(), inputs);
+  const FusedLayout layout = fused_layout(outputs[0].shape(), inputs);
   std::string key(1, static_cast<char>('0' + layout.shape.size()));
   for (auto a : layout.access) key += static_cast<char>('a' + static_cast<int>(a));
   void* f = nullptr;
@@ -60,13 +61,14 @@ void Compiled::eval_gpu(const std::vector<array>& inputs, array& out) {
     f = it->second;
   }
   if (!f) {
-    run_unfused(*this, inputs, out);
+    run_unfused(*this, inputs, outputs);
     return;
   }
 
   std::vector<const void*> pointers;
   for (const auto& in : inputs) pointers.push_back(gpu::device_ptr(in, s));
-  void* dst = gpu::allocate_output(out, s);
+  std::vector<void*> dst;
+  for (auto& out : outputs) dst.push_back(gpu::allocate_output(out, s));
   long long n = layout.size;
   // The Dims struct of the strided inputs (fused_source.h).
   const size_t nd = layout.shape.size();
@@ -84,7 +86,7 @@ void Compiled::eval_gpu(const std::vector<array>& inputs, array& out) {
   }
   std::vector<void*> args;
   for (auto& p : pointers) args.push_back(&p);
-  args.push_back(&dst);
+  for (auto& p : dst) args.push_back(&p);
   args.push_back(&n);
   if (strided > 0) args.push_back(dims.data());
   const long long tile = gpu::kFusedBlock * gpu::kFusedPerThread;

@@ -87,8 +87,12 @@ std::string fused_kernel(const FusedProgram& program, const std::vector<Dtype>& 
     params << "const " << device_type_name(input_dtypes[i]) << "* __restrict__ in" << i << ", ";
     names << "in" << i << ", ";
   }
-  params << device_type_name(program.steps.back().dtype) << "* __restrict__ out";
-  names << "out";
+  const std::vector<uint32_t> outputs = program.output_registers();
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    params << (k ? ", " : "") << device_type_name(program.steps[outputs[k] - n_in].dtype)
+           << "* __restrict__ out" << k;
+    names << (k ? ", " : "") << "out" << k;
+  }
   std::string kernel_params = params.str() + ", long long n";
   if (strided > 0) {
     params << ", const " << dims_type << "& dims";
@@ -125,7 +129,8 @@ std::string fused_kernel(const FusedProgram& program, const std::vector<Dtype>& 
         << "  static_assert(std::is_same_v<decltype(" << r << "), const "
         << device_type_name(step.dtype) << ">, \"the graph's dtype\");\n";
   }
-  src << "  out[i] = r" << n_in + program.steps.size() - 1 << ";\n}\n";
+  for (size_t k = 0; k < outputs.size(); ++k) src << "  out" << k << "[i] = r" << outputs[k] << ";\n";
+  src << "}\n";
   // Tiles of kFusedBlock * kFusedPerThread elements; full tiles unchecked, so
   // that the loads of a thread's elements are issued together.
   const int tile = kFusedBlock * kFusedPerThread;

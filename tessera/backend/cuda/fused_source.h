@@ -31,8 +31,9 @@ bool fusable_on_gpu(Dtype t);
 const std::string& jit_header();
 
 // The kernel (to follow jit_header())
-//   extern "C" __global__ void NAME(const T0* in0, ..., Out* out, long long n[, NAME_dims dims])
-// where NAME_dims (only with strided inputs) is
+//   extern "C" __global__ void NAME(const T0* in0, ..., O0* out0, ..., long long n[, NAME_dims dims])
+// with one out pointer per register of program.output_registers(),
+// and where NAME_dims (only with strided inputs) is
 //   struct { int shape[ND]; long long strides[S][ND]; }
 // for the S strided inputs in order, over layout.shape (ND dimensions). It
 // runs with kFusedBlock threads per block, kFusedPerThread elements each.

@@ -9,7 +9,9 @@
 //
 // Note [Fused programs]
 // Registers are numbered inputs first (0 .. num_inputs - 1), then one per
-// step, in order; the last step's register is the output. Every step computes
+// step, in order; the registers of `outputs` are written out, in that order
+// (empty: the last step's alone). The last step is always an output: a step
+// whose value no output needs is not in the program. Every step computes
 // an array of the output's shape, except that an input may have fewer or
 // size-1 dimensions: it is read broadcast to the output shape (NumPy's rule),
 // and Broadcast steps, which only rename such an input, move no data (nor do
@@ -74,14 +76,22 @@ std::vector<double> fused_params(FusedOp op, const Primitive& p, Dtype dtype);
 struct FusedProgram {
   uint32_t num_inputs = 0;
   std::vector<FusedStep> steps;
-  Shape shape;  // of the output and of every step
+  Shape shape;                    // of the outputs and of every step
+  std::vector<uint32_t> outputs;  // registers written out; empty: the last step's
+
+  // The registers written out, in the order of the node's outputs.
+  std::vector<uint32_t> output_registers() const {
+    if (!outputs.empty()) return outputs;
+    return {num_inputs + static_cast<uint32_t>(steps.size()) - 1};
+  }
 };
 
-class Compiled : public UnaryPrimitive {
+// One node with an output per register of program.output_registers().
+class Compiled : public Primitive {
  public:
-  Compiled(Stream s, FusedProgram program) : UnaryPrimitive(s), program_(std::move(program)) {}
-  void eval_cpu(const std::vector<array>& inputs, array& out) override;
-  TESSERA_EVAL_GPU
+  Compiled(Stream s, FusedProgram program) : Primitive(s), program_(std::move(program)) {}
+  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
+  TESSERA_EVAL_GPU_MULTI
   TESSERA_PRIMITIVE_NAME(Compiled)
   TESSERA_TRANSFORM_RULES
   void print(std::ostream& os) const override;
@@ -93,8 +103,8 @@ class Compiled : public UnaryPrimitive {
   Dtype register_dtype(const std::vector<array>& inputs, uint32_t r) const {
     return r < program_.num_inputs ? inputs[r].dtype() : program_.steps[r - program_.num_inputs].dtype;
   }
-  // The program as a graph of its original primitives on `inputs`.
-  array unfused(const std::vector<array>& inputs) const;
+  // The program as a graph of its original primitives on `inputs`: its outputs.
+  std::vector<array> unfused(const std::vector<array>& inputs) const;
 
  private:
   FusedProgram program_;

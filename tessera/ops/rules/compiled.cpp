@@ -107,34 +107,37 @@ void Compiled::print(std::ostream& os) const {
   os << ")";
 }
 
-array Compiled::unfused(const std::vector<array>& inputs) const {
+std::vector<array> Compiled::unfused(const std::vector<array>& inputs) const {
   std::vector<array> regs(inputs.begin(), inputs.end());
   for (const FusedStep& step : program_.steps) {
     std::vector<array> args;
     for (uint32_t r : step.args) args.push_back(regs[r]);
     regs.emplace_back(program_.shape, step.dtype, step.primitive, std::move(args));
   }
-  return regs.back();
+  std::vector<array> outputs;
+  for (uint32_t r : program_.output_registers()) outputs.push_back(regs[r]);
+  return outputs;
 }
 
 std::vector<array> Compiled::vjp(const std::vector<array>& primals,
                                  const std::vector<array>& cotangents,
                                  const std::vector<int>& argnums, const std::vector<array>&) {
-  auto fun = [this](const std::vector<array>& x) { return std::vector<array>{unfused(x)}; };
+  auto fun = [this](const std::vector<array>& x) { return unfused(x); };
   return rules::composite_vjp(fun, primals, cotangents, argnums);
 }
 
 std::vector<array> Compiled::jvp(const std::vector<array>& primals,
                                  const std::vector<array>& tangents,
                                  const std::vector<int>& argnums) {
-  auto fun = [this](const std::vector<array>& x) { return std::vector<array>{unfused(x)}; };
+  auto fun = [this](const std::vector<array>& x) { return unfused(x); };
   return rules::composite_jvp(fun, primals, tangents, argnums, stream());
 }
 
 std::pair<std::vector<array>, std::vector<int>> Compiled::vmap(const std::vector<array>& inputs,
                                                                const std::vector<int>& axes) {
-  auto fun = [this](const std::vector<array>& x) { return std::vector<array>{unfused(x)}; };
-  return {tessera::vmap(fun, axes, {0})(inputs), {0}};
+  auto fun = [this](const std::vector<array>& x) { return unfused(x); };
+  std::vector<int> out_axes(program_.output_registers().size(), 0);
+  return {tessera::vmap(fun, axes, out_axes)(inputs), out_axes};
 }
 
 }  // namespace tessera
