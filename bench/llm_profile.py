@@ -14,10 +14,11 @@ kernels of one step by name (count and time) and the CUDA API calls that
 launched them.
 """
 import argparse
-import collections
 import os
 import sys
 import time
+
+from kernel_profile import print_kernels
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples",
                                 "python"))
@@ -105,32 +106,7 @@ def main():
     print(f"{a.framework} {a.model} {'q4' if a.quantize else 'bf16'} b{B}, ms per token: "
           + ", ".join(f"{k} {v:.3f}" for k, v in ms.items())
           + f" ({1e3 / ms['pipelined'] * B:.0f} tokens/s pipelined)")
-    try:
-        import torch
-        from torch.profiler import ProfilerActivity, profile
-    except ImportError:
-        print("(no PyTorch here: no kernel profile)")
-        return
-    torch.cuda.init()
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        pipelined(n)
-    kernels, api = collections.defaultdict(list), collections.defaultdict(list)
-    for e in prof.events():
-        dt = getattr(e, "device_type", None)
-        if dt is not None and "CUDA" in str(dt):
-            kernels[e.name].append(e.time_range.elapsed_us())
-        elif e.name.startswith(("cuda", "cu")):
-            api[e.name].append(e.time_range.elapsed_us())
-    total = sum(sum(v) for v in kernels.values())
-    count = sum(len(v) for v in kernels.values())
-    print(f"GPU: {count / n:.1f} kernels per token, {total / n:.1f} us of kernel time per token")
-    print(f"{'kernel':<60} {'per token':>9} {'us each':>8} {'us/token':>9}")
-    for name, v in sorted(kernels.items(), key=lambda kv: -sum(kv[1]))[:25]:
-        print(f"{name[:60]:<60} {len(v) / n:9.1f} {sum(v) / len(v):8.2f} {sum(v) / n:9.1f}")
-    print(f"{'CUDA API':<60} {'per token':>9} {'us each':>8} {'us/token':>9}")
-    for name, v in sorted(api.items(), key=lambda kv: -sum(kv[1]))[:10]:
-        print(f"{name[:60]:<60} {len(v) / n:9.1f} {sum(v) / len(v):8.2f} {sum(v) / n:9.1f}")
-
+    print_kernels(lambda: pipelined(n), n, "token")
 
 if __name__ == "__main__":
     main()

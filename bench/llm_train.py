@@ -82,6 +82,17 @@ def finish(name, seconds, losses, tokens):
     print(f"{name}: loss {losses[0]:.3f} -> {losses[-1]:.3f}", file=sys.stderr)
 
 
+def profile_steps(run, data, count=2):
+    """The GPU kernels of `count` more steps (to stderr: the JSON lines stay clean)."""
+    from kernel_profile import print_kernels
+
+    def work():
+        for x, y in data[:count]:
+            run(x, y)
+
+    print_kernels(work, count, "step", top=30, file=sys.stderr)
+
+
 def run_mlx_api(a):
     import mlx.core as mx
     import mlx.nn as nn
@@ -122,6 +133,8 @@ def run_mlx_api(a):
     seconds, losses = timed_steps(run, data, lambda loss: loss.item())
     tag = "_eager" if a.eager else ""
     finish(f"llm_train_{a.model}_{a.dtype}{tag}", seconds, losses, a.batch * a.seq)
+    if a.profile:
+        profile_steps(run, data)
 
 
 def run_torch(a):
@@ -201,6 +214,8 @@ def run_torch(a):
     sync()
     seconds, losses = timed_steps(step, data, lambda loss: loss.item())
     finish(f"llm_train_{a.model}_{a.dtype}", seconds, losses, a.batch * a.seq)
+    if a.profile:
+        profile_steps(lambda x, y: step(x, y).item(), data)
 
 
 def main():
@@ -213,6 +228,8 @@ def main():
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--eager", action="store_true", help="MLX API: the step uncompiled")
     ap.add_argument("--compile", action="store_true", help="PyTorch: torch.compile the model")
+    ap.add_argument("--profile", action="store_true",
+                    help="after the timed steps, the GPU kernels of two more (PyTorch's profiler)")
     a = ap.parse_args()
     if a.framework == "torch":
         try:  # lm.py's arguments only: through MLX's names
