@@ -145,7 +145,8 @@ Record trace(const VecFn& fun, const std::vector<array>& inputs, bool simplify) 
 // MLX's compile does). A Broadcast joins too
 // when its own input stays outside: the fused kernel reads that input
 // broadcast. A Copy joins as a renaming. Sets of fewer than two ops that
-// compute stay as they are; a set never ends in a renaming. On the
+// compute stay as they are; a set never ends in a renaming. Sets of one
+// shape then join in groups, one Compiled node each (siblings, below). On the
 // GPU, sets with complex values stay unfused (the generated source has no
 // complex arithmetic).
 void fuse(Record& rec, const std::vector<array>& inputs) {
@@ -219,32 +220,96 @@ void fuse(Record& rec, const std::vector<array>& inputs) {
   }
   if (sets.empty()) return;
 
-  // The record again, with each set's root replaced by its Compiled node.
-  std::unordered_map<uint32_t, const std::vector<uint32_t>*> set_at_root;
-  for (const auto& s : sets) set_at_root.emplace(s.back(), &s);
+  // Sibling sets: a set whose inputs from other nodes all come before an
+  // earlier set's root, and that has its shape and stream, joins that set's
+  // group, computed at the earlier root's place, up to kMaxGroupOperands
+  // inputs and outputs. One kernel then computes both, reading shared inputs
+  // once (the updates of an optimizer's parameters of one shape; Lion's
+  // moment and parameter; the two derivatives of a gated unit).
+  std::sort(sets.begin(), sets.end(),
+            [](const auto& a, const auto& b) { return a.back() < b.back(); });
+  struct Group {
+    uint32_t at;                   // the earliest root: where the node goes
+    std::vector<uint32_t> roots;   // of its sets, in order
+    std::vector<uint32_t> members;
+    std::vector<Ref> reads;        // the values its members read from outside
+  };
+  std::vector<Group> groups;
+  std::vector<int> group_of(n, -1);
+  auto outside_reads = [&](const std::vector<uint32_t>& members) {
+    std::vector<Ref> refs;
+    for (uint32_t m : members) {
+      for (const auto& r : rec.nodes[m].inputs) {
+        if (r.kind == Ref::node && set_of[r.index] == set_of[m]) continue;
+        if (std::find(refs.begin(), refs.end(), r) == refs.end()) refs.push_back(r);
+      }
+    }
+    return refs;
+  };
+  constexpr size_t kMaxGroupOperands = 24;  // inputs and outputs of one kernel
+  for (auto& set : sets) {
+    const uint32_t root = set.back();
+    std::vector<Ref> reads = outside_reads(set);
+    int joined = -1;
+    for (size_t g = 0; g < groups.size() && joined < 0; ++g) {
+      Group& group = groups[g];
+      const auto& first = rec.nodes[group.at];
+      if (first.shapes[0] != rec.nodes[root].shapes[0] ||
+          !(first.primitive->stream() == rec.nodes[root].primitive->stream())) {
+        continue;
+      }
+      bool before = true;
+      for (const auto& r : reads) before = before && (r.kind != Ref::node || r.index < group.at);
+      size_t operands = group.reads.size() + group.roots.size() + 1;
+      for (const auto& r : reads) {
+        operands += std::find(group.reads.begin(), group.reads.end(), r) == group.reads.end();
+      }
+      if (!before || operands > kMaxGroupOperands) continue;
+      group.roots.push_back(root);
+      group.members.insert(group.members.end(), set.begin(), set.end());
+      for (const auto& r : reads) {
+        if (std::find(group.reads.begin(), group.reads.end(), r) == group.reads.end()) {
+          group.reads.push_back(r);
+        }
+      }
+      joined = static_cast<int>(g);
+    }
+    if (joined < 0) {
+      groups.push_back(Group{root, {root}, set, reads});
+      joined = static_cast<int>(groups.size() - 1);
+    }
+    for (uint32_t m : set) group_of[m] = joined;
+  }
+
+  // The record again, with each group's Compiled node at its place.
+  std::vector<int> group_at(n, -1);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    std::sort(groups[g].members.begin(), groups[g].members.end());
+    group_at[groups[g].at] = static_cast<int>(g);
+  }
   std::vector<uint32_t> new_index(n, UINT32_MAX);
-  // A member that is an output of the function: its position among the
-  // Compiled node's outputs (the root's is 0).
+  // A member read outside its group (a root, or an output of the function):
+  // its position among the Compiled node's outputs.
   std::vector<uint32_t> new_position(n, 0);
   std::vector<RecordedNode> nodes;
   auto remap = [&](Ref r) {
     if (r.kind == Ref::node) {
-      r.position = set_of[r.index] >= 0 ? new_position[r.index] : r.position;
+      r.position = group_of[r.index] >= 0 ? new_position[r.index] : r.position;
       r.index = new_index[r.index];
     }
     return r;
   };
   for (uint32_t i = 0; i < n; ++i) {
-    if (set_of[i] >= 0 && set_of[i] != static_cast<int>(i)) continue;
-    auto it = set_at_root.find(i);
-    if (it == set_at_root.end()) {
+    if (group_of[i] >= 0 && group_at[i] < 0) continue;
+    if (group_of[i] < 0) {
       RecordedNode node = std::move(rec.nodes[i]);
       for (auto& r : node.inputs) r = remap(r);
       new_index[i] = static_cast<uint32_t>(nodes.size());
       nodes.push_back(std::move(node));
       continue;
     }
-    const auto& members = *it->second;
+    const Group& group = groups[group_at[i]];
+    const auto& members = group.members;
     std::unordered_map<uint32_t, uint32_t> step_of;
     for (size_t k = 0; k < members.size(); ++k) step_of.emplace(members[k], static_cast<uint32_t>(k));
     RecordedNode node;
@@ -272,24 +337,23 @@ void fuse(Record& rec, const std::vector<array>& inputs) {
       }
     }
     program.shape = rec.nodes[i].shapes[0];
-    // The root first, then the members that are outputs of the function.
+    // The roots first (the last step is the last root: an output, as the
+    // interpreter wants), then the members that are outputs of the function.
     const uint32_t new_i = static_cast<uint32_t>(nodes.size());
-    program.outputs.push_back(program.num_inputs + static_cast<uint32_t>(members.size()) - 1);
-    node.shapes = rec.nodes[i].shapes;
-    node.dtypes = rec.nodes[i].dtypes;
-    for (size_t k = 0; k + 1 < members.size(); ++k) {
-      const uint32_t m = members[k];
-      if (!is_output[m]) continue;
+    auto add_output = [&](uint32_t m) {
       new_index[m] = new_i;
       new_position[m] = static_cast<uint32_t>(program.outputs.size());
-      program.outputs.push_back(program.num_inputs + static_cast<uint32_t>(k));
+      program.outputs.push_back(program.num_inputs + step_of[m]);
       node.shapes.push_back(rec.nodes[m].shapes[0]);
       node.dtypes.push_back(rec.nodes[m].dtypes[0]);
+    };
+    for (uint32_t root : group.roots) add_output(root);
+    for (uint32_t m : members) {
+      if (is_output[m] && new_index[m] != new_i) add_output(m);
     }
     node.multi = program.outputs.size() > 1;
     node.primitive = std::make_shared<Compiled>(rec.nodes[i].primitive->stream(), std::move(program));
     for (const auto& r : outside) node.inputs.push_back(remap(r));
-    new_index[i] = new_i;
     nodes.push_back(std::move(node));
   }
   for (auto& r : rec.outputs) r = remap(r);

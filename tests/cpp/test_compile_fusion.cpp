@@ -348,6 +348,32 @@ TEST(CompileFusion, OutputsOfTheFunctionJoinTheChain) {
   });
 }
 
+// Chains of one shape whose inputs are ready at an earlier chain's end join
+// its node (siblings); a chain that reads that node's result cannot.
+TEST(CompileFusion, SiblingChainsShareANode) {
+  ModeGuard guard;
+  harness::on_each_device([] {
+    auto f = [](const std::vector<array>& x) {
+      array a = exp(x[0]) * 2.0f + x[1];         // read by a sum and by c: a node's root
+      array b = sin(x[1]) * 3.0f - x[0];         // ready where a is: joins a's node
+      array c = (a * a + 1.0f) * cos(x[0]);      // reads a: a node of its own
+      return std::vector<array>{sum(a), b, c};
+    };
+    array x = astype(grad_check::random_f64({33, 17}, 50), float32);
+    array y = astype(grad_check::random_f64({33, 17}, 51), float32);
+    eval({x, y});
+    VecFn cf = compile(f);
+    eval(cf({x, y}));
+    auto got = cf({x, y});
+    auto want = f({x, y});
+    EXPECT_EQ(count_fused(got), 2u);
+    EXPECT_EQ(got[1].primitive_ptr(), got[0].inputs()[0].primitive_ptr());
+    expect_same(got[0], want[0], 1e-5, "sum of a");
+    expect_same(got[1], want[1], 2e-6, "b");
+    expect_same(got[2], want[2], 2e-6, "c");
+  });
+}
+
 // Many blocks on several threads, with a ragged end.
 TEST(CompileFusion, LargeArrays) {
   ModeGuard guard;

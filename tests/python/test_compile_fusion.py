@@ -175,10 +175,10 @@ def test_grad_through_a_fused_function(device, rng):
     assert abs(np.array(g[0])[3, 4] - fd) < 1e-6
 
 
-@pytest.mark.parametrize("opt_name", ["Adam", "AdamW", "SGD"])
-def test_a_compiled_optimizer_step_is_one_node_per_parameter(opt_name, device, rng):
-    # The new parameter and the new moments are outputs of the compiled
-    # function, read by nothing else: one pass each parameter writes them all.
+def optimizer_step(opt_name, shapes, rng):
+    """An optimizer's update of parameters of `shapes` over three steps, compiled
+    (as MLX's examples compile it) and not: (params, state, primitives of the last
+    compiled step) of each."""
     import tessera.optimizers as optim
     from tessera.utils import tree_flatten
 
@@ -186,7 +186,6 @@ def test_a_compiled_optimizer_step_is_one_node_per_parameter(opt_name, device, r
         kw = dict(momentum=0.9) if opt_name == "SGD" else {}
         return getattr(optim, opt_name)(learning_rate=0.01, **kw)
 
-    shapes = {"w0": (64, 33), "w1": (33,), "w2": (7, 5, 3)}
     params = {k: mx.array(rng.standard_normal(s).astype(np.float32)) for k, s in shapes.items()}
     grads = [{k: mx.array(rng.standard_normal(s).astype(np.float32)) for k, s in shapes.items()}
              for _ in range(3)]
@@ -207,15 +206,37 @@ def test_a_compiled_optimizer_step_is_one_node_per_parameter(opt_name, device, r
             p = new
         return p, opt.state, names
 
-    got, got_state, names = run(True)
-    want, want_state, _ = run(False)
-    fused = [n for n in names if n.startswith("Compiled(")]
-    assert len(fused) == (len(shapes) + (1 if opt_name == "AdamW" else 0)), names
-    for k in shapes:
-        expect_same(got[k], want[k], device)
-    for (_, a), (_, b) in zip(tree_flatten(got_state), tree_flatten(want_state)):
+    return run(True), run(False)
+
+
+def expect_same_step(got, want, device):
+    from tessera.utils import tree_flatten
+    for (_, a), (_, b) in zip(tree_flatten(got[:2]), tree_flatten(want[:2])):
         if isinstance(a, mx.array):
             expect_same(a, b, device)
+
+
+@pytest.mark.parametrize("opt_name", ["Adam", "AdamW", "SGD", "Lion"])
+def test_a_compiled_optimizer_step_is_one_node_per_parameter(opt_name, device, rng):
+    # The new parameter and the new moments are outputs of the compiled
+    # function, read by nothing else: one pass each parameter writes them all.
+    shapes = {"w0": (64, 33), "w1": (33,), "w2": (7, 5, 3)}
+    got, want = optimizer_step(opt_name, shapes, rng)
+    fused = [n for n in got[2] if n.startswith("Compiled(")]
+    assert len(fused) == len(shapes) + (opt_name == "AdamW"), got[2]
+    expect_same_step(got, want, device)
+
+
+@pytest.mark.parametrize("opt_name", ["Adam", "SGD", "Lion"])
+def test_parameters_of_one_shape_share_fused_nodes(opt_name, device, rng):
+    # Updates of parameters of one shape read the same step size: they join
+    # one node, up to 24 inputs and outputs a node.
+    shapes = {f"w{i}": (16, 24) for i in range(6)}
+    got, want = optimizer_step(opt_name, shapes, rng)
+    fused = [n for n in got[2] if n.startswith("Compiled(")]
+    assert len(fused) <= 3, got[2]
+    assert sum(n.count("Multiply") for n in fused) >= 6
+    expect_same_step(got, want, device)
 
 
 def test_fused_outputs_of_a_function(device, rng):
