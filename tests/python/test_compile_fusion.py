@@ -48,8 +48,10 @@ def expect_same(got, want, device):
     if device == mx.cpu or g.dtype.kind in "biu":
         np.testing.assert_array_equal(g, w)
     else:
+        # The GPU's fused kernel contracts multiply-adds the unfused kernels
+        # round twice: a few ulps of 1 apart near zero.
         np.testing.assert_allclose(g, w, rtol=2e-6 if got.dtype != mx.float16 else 1e-3,
-                                   atol=1e-7)
+                                   atol=1e-6)
 
 
 def checked(fun, args):

@@ -58,6 +58,29 @@ def ref_conv_transpose(x, w, stride, padding, dilation, output_padding):
     return y[(slice(None),) + crop + (slice(None),)]
 
 
+def ref_conv_grads(x, w, dy, stride, padding, dilation, groups):
+    """The gradients (dx, dw) of sum(conv(x, w) * dy), by the definition of
+    ref_conv read backwards (no input dilation, padding >= 0), in float64."""
+    x, w, dy = (np.asarray(a, np.float64) for a in (x, w, dy))
+    n = w.ndim - 2
+    xp = np.pad(x, [(0, 0)] + [(p, p) for p in padding] + [(0, 0)])
+    dxp, dw = np.zeros_like(xp), np.zeros_like(w)
+    kernel, out_sp = w.shape[1:-1], dy.shape[1:-1]
+    cg_in, cg_out = x.shape[-1] // groups, w.shape[0] // groups
+    for k in itertools.product(*[range(s) for s in kernel]):
+        sl = tuple(slice(k[a] * dilation[a], k[a] * dilation[a] + (out_sp[a] - 1) * stride[a] + 1,
+                         stride[a]) for a in range(n))
+        patch = xp[(slice(None),) + sl]
+        for g in range(groups):
+            gi, go = slice(g * cg_in, (g + 1) * cg_in), slice(g * cg_out, (g + 1) * cg_out)
+            d = dy[..., go].reshape(-1, cg_out)
+            dw[(go,) + k] += d.T @ patch[..., gi].reshape(-1, cg_in)
+            dxp[(slice(None),) + sl + (gi,)] += (d @ w[(go,) + k]).reshape(
+                patch.shape[:-1] + (cg_in,))
+    crop = tuple(slice(p, xp.shape[a + 1] - p) for a, p in enumerate(padding))
+    return dxp[(slice(None),) + crop], dw
+
+
 def rand(shape, seed):
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
@@ -75,6 +98,36 @@ def test_convnd_matches_the_definition(n, stride, padding, dilation, groups, dev
     want = ref_conv(x, w, t(stride), t(padding), t(padding), t(dilation), (1,) * n, groups, False)
     assert got.shape == want.shape and got.dtype == mx.float32
     np.testing.assert_allclose(np.array(got), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("n,spatial,kernel,stride,padding,dilation,groups", [
+    (1, (40,), (3,), 1, 1, 1, 1), (1, (37,), (5,), 2, 2, 2, 2), (2, (12, 11), (3, 3), 1, 1, 1, 1),
+    (2, (14, 13), (3, 2), (2, 1), (1, 0), (1, 2), 3), (2, (16, 16), (1, 1), 2, 0, 1, 1),
+    (2, (15, 17), (7, 7), 2, 3, 1, 1), (3, (6, 7, 5), (3, 2, 3), 1, 1, (2, 1, 1), 1),
+    (3, (7, 6, 6), (3, 3, 3), 2, 1, 1, 1)])
+def test_conv_gradients_match_the_definition(n, spatial, kernel, stride, padding, dilation, groups,
+                                             device):
+    # A kernel smaller than the input: the weight's gradient is a convolution
+    # whose kernel is the output (on the GPU, cuDNN's weight gradient).
+    x = rand((3, *spatial, 6), 11)
+    w = rand((6, *kernel, 6 // groups), 12)
+    f = (mx.conv1d, mx.conv2d, mx.conv3d)[n - 1]
+    y = f(mx.array(x), mx.array(w), stride, padding, dilation, groups)
+    dy = rand(y.shape, 13)
+    gx, gw = mx.grad(lambda a, b: (f(a, b, stride, padding, dilation, groups) * mx.array(dy)).sum(),
+                     argnums=(0, 1))(mx.array(x), mx.array(w))
+    t = lambda v: (v,) * n if isinstance(v, int) else v
+    want_x, want_w = ref_conv_grads(x, w, dy, t(stride), t(padding), t(dilation), groups)
+    assert gx.dtype == mx.float32 and gw.dtype == mx.float32
+    np.testing.assert_allclose(np.array(gx), want_x, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.array(gw), want_w, rtol=1e-4, atol=1e-4)
+    for dt, tol in ((mx.bfloat16, 0.05), (mx.float16, 1e-2)):
+        gw = mx.grad(lambda b: (f(mx.array(x).astype(dt), b, stride, padding, dilation, groups)
+                                * mx.array(dy).astype(dt)).sum())(mx.array(w).astype(dt))
+        assert gw.dtype == dt
+        scale = np.abs(want_w).max()
+        np.testing.assert_allclose(np.array(gw.astype(mx.float32)) / scale, want_w / scale,
+                                   atol=tol)
 
 
 def test_conv_general_asymmetric_padding_input_dilation_and_flip(device):

@@ -108,6 +108,101 @@ bool cudnn_convolution(const Convolution& c, const array& x, const array& w, con
   return gpu::cudnn::convolution_backward_data(cc, in, wf, y, s, "Convolution");
 }
 
+// cuDNN's weight gradient where the convolution is one: its kernel covers
+// more positions than its output, as in the weight's cotangent that the vjp
+// of Convolution writes (ops/rules/convolution.cpp), which cuDNN's forward
+// convolution runs slowly. Read that way, the node's input xt (Cg, S...,
+// G N) is the forward convolution's input x[n, i, g Cg + c] = xt[c, i, g N + n],
+// its weight gt (O, T..., N) the output's cotangent dy[n, t, o] = gt[o, t, n],
+// and its output (Cg, K..., O) the weight's gradient dw (O, K..., Cg) read
+// the other way; the forward convolution's stride is the node's kernel
+// dilation and its kernel dilation the node's stride. No flip, no input
+// dilation, no negative padding.
+bool cudnn_weight_gradient(const Convolution& c, const array& xt, const array& gt,
+                           const array& out, void* y, const Stream& s) {
+  if (!gpu::cudnn::available()) return false;
+  const Dtype t = out.dtype();
+  if (t != float32 && t != float16 && t != bfloat16) return false;
+  const int n = static_cast<int>(xt.ndim()) - 2;
+  if (n < 1 || n > 3 || c.flip()) return false;
+  int64_t taps = 1, positions = 1;
+  for (int i = 0; i < n; ++i) {
+    if (c.input_dilation()[i] != 1 || c.padding_lo()[i] < 0 || c.padding_hi()[i] < 0) {
+      return false;
+    }
+    taps *= gt.shape(1 + i);
+    positions *= out.shape(1 + i);
+  }
+  if (taps <= positions) return false;
+  const int64_t G = c.groups(), Cg = xt.shape(0), O = gt.shape(0), N = gt.shape(-1);
+  if (xt.shape(-1) != G * N || out.shape(-1) != O || O % G != 0) return false;
+  gpu::cudnn::Convolution cc;
+  cc.dtype = t;
+  cc.groups = G;
+  cc.x_shape = {N};
+  cc.y_shape = {N};
+  cc.w_shape = {O};
+  for (int i = 0; i < n; ++i) {
+    const int64_t S = xt.shape(1 + i), T = gt.shape(1 + i), K = out.shape(1 + i);
+    const int64_t stride = c.kernel_dilation()[i], dilation = c.stride()[i];
+    const int64_t lo = c.padding_lo()[i];
+    const int64_t span = (K - 1) * dilation + 1;
+    // The smallest post-padding that gives the forward convolution T outputs.
+    const int64_t hi = std::max<int64_t>((T - 1) * stride + span - S - lo, 0);
+    if ((S + lo + hi - span) / stride + 1 != T) return false;
+    cc.stride.push_back(stride);
+    cc.dilation.push_back(dilation);
+    cc.padding_lo.push_back(lo);
+    cc.padding_hi.push_back(hi);
+    cc.x_shape.push_back(S);
+    cc.y_shape.push_back(T);
+    cc.w_shape.push_back(K);
+  }
+  cc.x_shape.push_back(G * Cg);
+  cc.y_shape.push_back(O);
+  cc.w_shape.push_back(Cg);
+  const int64_t esize = out.itemsize();
+  auto bytes = [&](const std::vector<int64_t>& shape) {
+    int64_t count = esize;
+    for (int64_t d : shape) count *= d;
+    return static_cast<size_t>(count);
+  };
+  void* x = gpu::scratch(bytes(cc.x_shape), s);
+  void* dy = gpu::scratch(bytes(cc.y_shape), s);
+  void* dw = gpu::scratch(bytes(cc.w_shape), s);
+  // x (N, S..., G, Cg) from xt (Cg, S..., G, N); dy (N, T..., O) from gt (O, T..., N).
+  Shape x_view = {static_cast<ShapeElem>(N)}, dy_view = {static_cast<ShapeElem>(N)};
+  Strides x_from = {xt.strides().back()}, dy_from = {gt.strides().back()};
+  for (int i = 0; i < n; ++i) {
+    x_view.push_back(xt.shape(1 + i));
+    x_from.push_back(xt.strides()[1 + i]);
+    dy_view.push_back(gt.shape(1 + i));
+    dy_from.push_back(gt.strides()[1 + i]);
+  }
+  x_view.insert(x_view.end(), {static_cast<ShapeElem>(G), static_cast<ShapeElem>(Cg)});
+  x_from.insert(x_from.end(), {N * xt.strides().back(), xt.strides()[0]});
+  dy_view.push_back(static_cast<ShapeElem>(O));
+  dy_from.push_back(gt.strides()[0]);
+  gpu::copy_gpu(x_view, gpu::device_ptr(xt, s), xt.dtype(), x_from, x, t,
+                row_major_strides(x_view), s, "Convolution");
+  gpu::copy_gpu(dy_view, gpu::device_ptr(gt, s), gt.dtype(), dy_from, dy, t,
+                row_major_strides(dy_view), s, "Convolution");
+  if (!gpu::cudnn::convolution_backward_filter(cc, x, dy, dw, s, "Convolution")) return false;
+  // out (Cg, K..., O) from dw (O, K..., Cg).
+  const Shape w_shape(cc.w_shape.begin(), cc.w_shape.end());
+  const Strides ws = row_major_strides(w_shape);
+  Shape view = {static_cast<ShapeElem>(Cg)};
+  Strides from = {1};
+  for (int i = 0; i < n; ++i) {
+    view.push_back(w_shape[1 + i]);
+    from.push_back(ws[1 + i]);
+  }
+  view.push_back(static_cast<ShapeElem>(O));
+  from.push_back(ws[0]);
+  gpu::copy_gpu(view, dw, t, from, y, t, row_major_strides(view), s, "Convolution");
+  return true;
+}
+
 }  // namespace
 
 void Convolution::eval_gpu(const std::vector<array>& inputs, array& out) {
@@ -121,6 +216,7 @@ void Convolution::eval_gpu(const std::vector<array>& inputs, array& out) {
     TESSERA_CUDA_CHECK(cudaMemsetAsync(y, 0, out.nbytes(), gpu::cuda_stream(s)));
     return;
   }
+  if (cudnn_weight_gradient(*this, x, w, out, y, s)) return;
   std::optional<array> dense_w;
   const void* weight = dense_ptr(w, dense_w, s);
   if (cudnn_convolution(*this, x, w, out, weight, y, s)) return;

@@ -13,7 +13,7 @@
 
 namespace tessera::gpu::cudnn {
 
-// Whether cuDNN is enabled (TESSERA_CUDNN=1), found and loaded; decided once
+// Whether cuDNN is enabled (not TESSERA_CUDNN=0), found and loaded; decided once
 // per process.
 bool available();
 
@@ -67,5 +67,9 @@ bool convolution_forward(const Convolution& c, const void* x, const void* w, voi
 // c.y_shape) and c's weight w; true, or false with nothing queued.
 bool convolution_backward_data(const Convolution& c, const void* dy, const void* w, void* dx,
                                const Stream& s, const char* op);
+// The gradient dw (of c.w_shape) of the forward convolution c from its input x
+// (of c.x_shape) and dy (of c.y_shape); true, or false with nothing queued.
+bool convolution_backward_filter(const Convolution& c, const void* x, const void* dy, void* dw,
+                                 const Stream& s, const char* op);
 
 }  // namespace tessera::gpu::cudnn
