@@ -56,6 +56,10 @@ Product prepare_product(const array& a, const array& b, Dtype t, const char* op,
   Shape a_shape = batch, b_shape = batch;
   a_shape.insert(a_shape.end(), {M, K});
   b_shape.insert(b_shape.end(), {K, N});
+  // A b without batch axes (nn.Linear's weight) stays a matrix, which the
+  // primitive shares across a's batch (Note [A shared b] in
+  // ops/primitives/matmul.h).
+  if (nb == 2) b_shape = {K, N};
   p.a = broadcast_to(astype(p.a, t, s), a_shape, s);
   p.b = broadcast_to(astype(p.b, t, s), b_shape, s);
   p.shape = batch;

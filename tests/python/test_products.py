@@ -293,3 +293,41 @@ def test_linear_layers_of_one_input_run_as_one_task_per_kind():
     # One task for q, k and v, one for the two quantized layers; no Matmul of its own.
     assert rows["GroupedProducts"][0] == "2"
     assert "Matmul" not in rows and "QuantizedMatmul" not in rows
+
+
+def test_a_shared_weight_gets_its_gradient_from_one_product(rng, device):
+    # x (..., M, K) @ w (K, N), nn.Linear's product: w stays a matrix in the
+    # graph, and its cotangent is one product over every row of x, with no
+    # batch of products summed afterwards.
+    x = rng.standard_normal((3, 5, 4, 6)).astype(np.float32)
+    w = rng.standard_normal((6, 7)).astype(np.float32)
+    c = rng.standard_normal((3, 5, 4, 7)).astype(np.float32)
+    gx, gw = mx.grad(lambda x, w: (mx.matmul(x, w) * mx.array(c)).sum(), argnums=(0, 1))(
+        mx.array(x), mx.array(w))
+    close(gw, np.einsum("bmik,bmin->kn", x, c), rtol=1e-4, atol=1e-3)
+    close(gx, c @ w.T, rtol=1e-4, atol=1e-3)
+    _, vjps = mx.vjp(lambda w: mx.matmul(mx.array(x), w), [mx.array(w)], [mx.array(c)])
+    names = mx._graph_primitives(vjps)
+    assert names.count("Matmul") == 1 and not any(n.startswith("Reduce") for n in names), names
+    # addmm shares its b the same way.
+    bias = rng.standard_normal(7).astype(np.float32)
+    close(mx.addmm(mx.array(bias), mx.array(x), mx.array(w), alpha=2.0, beta=0.5),
+          2.0 * (x @ w) + 0.5 * bias)
+
+
+def test_vmap_over_a_shared_weight_or_the_batched_operand(rng, device):
+    x = rng.standard_normal((3, 4, 6)).astype(np.float32)
+    ws = rng.standard_normal((5, 6, 2)).astype(np.float32)
+    xs = rng.standard_normal((5, 3, 4, 6)).astype(np.float32)
+    w = ws[0]
+    close(mx.vmap(lambda w: mx.matmul(mx.array(x), w))(mx.array(ws)),
+          np.einsum("bmk,vkn->vbmn", x, ws))
+    close(mx.vmap(lambda x: mx.matmul(x, mx.array(w)))(mx.array(xs)), xs @ w)
+    close(mx.vmap(mx.matmul)(mx.array(xs), mx.array(ws)), np.einsum("vbmk,vkn->vbmn", xs, ws))
+    close(mx.vmap(mx.matmul, in_axes=(1, 0))(mx.array(xs.swapaxes(0, 1)), mx.array(ws)),
+          np.einsum("vbmk,vkn->vbmn", xs, ws))
+    bias = rng.standard_normal((5, 2)).astype(np.float32)
+    close(mx.vmap(lambda c, a, b: mx.addmm(c, a, b))(mx.array(bias), mx.array(xs), mx.array(ws)),
+          np.einsum("vbmk,vkn->vbmn", xs, ws) + bias[:, None, None, :])
+    close(mx.vmap(lambda b: mx.addmm(mx.array(bias[0]), mx.array(x), b))(mx.array(ws)),
+          np.einsum("bmk,vkn->vbmn", x, ws) + bias[0])

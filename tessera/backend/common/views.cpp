@@ -65,6 +65,13 @@ void set_view(const array& in, array& out, const Strides& strides, int64_t offse
                          compute_data_size(out.shape(), strides), offset);
 }
 
+array broadcast_view(const array& in, const Shape& shape) {
+  if (in.shape() == shape) return in;
+  array out(shape, in.dtype(), nullptr, {});
+  broadcast(in, out);
+  return out;
+}
+
 void broadcast(const array& in, array& out) {
   Strides strides(out.ndim(), 0);
   int diff = static_cast<int>(out.ndim() - in.ndim());

@@ -24,6 +24,8 @@ void set_view(const array& in, array& out, const Strides& strides, int64_t offse
 
 // in broadcast to out's shape (stride 0 on new and size-1 axes).
 void broadcast(const array& in, array& out);
+// A view of in broadcast to `shape`; in itself where it has that shape.
+array broadcast_view(const array& in, const Shape& shape);
 // Output axis i is input axis axes[i].
 void transpose(const array& in, array& out, const std::vector<int>& axes);
 // Elements start[i], start[i] + steps[i], ... on each axis.

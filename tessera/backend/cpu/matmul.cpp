@@ -16,6 +16,7 @@
 #include "tessera/backend/cpu/copy.h"
 #include "tessera/core/dispatch.h"
 #include "tessera/backend/common/strided.h"
+#include "tessera/backend/common/views.h"
 #include "tessera/backend/cpu/threading.h"
 #include "tessera/ops/primitives/matmul.h"
 
@@ -181,14 +182,18 @@ void run_gemm(const array& a_in, const array& b_in, array& target, int64_t M, in
 }
 
 // out = alpha (a @ b) [+ beta c]: the shared body of Matmul and AddMM.
-void eval_product(const array& a_in, const array& b_in, const array* c, array& out, float alpha,
-                  float beta) {
+void eval_product(const array& a_in, const array& b_shared, const array* c, array& out,
+                  float alpha, float beta) {
   cpu::blas_init();
   if (out.size() == 0) {
     out.set_data(allocator::malloc(0));
     return;
   }
   const int nd = static_cast<int>(out.ndim());
+  // A b shared by every batch element (Note [A shared b]) read at stride 0.
+  Shape b_shape(out.shape().begin(), out.shape().end() - 2);
+  b_shape.insert(b_shape.end(), {b_shared.shape(-2), b_shared.shape(-1)});
+  const array b_in = views::broadcast_view(b_shared, b_shape);
   const int64_t M = out.shape(nd - 2), N = out.shape(nd - 1), K = a_in.shape(nd - 1);
   const Dtype compute = compute_dtype(out.dtype());
   const bool direct = compute == out.dtype();

@@ -6,9 +6,18 @@
 namespace tessera {
 
 // out[..., i, j] = sum_k a[..., i, k] b[..., k, j]. Inputs come broadcast to the
-// output's batch shape and cast to its dtype. float32 / float64 / complex64 go
-// through BLAS; float16 / bfloat16 are computed in float32. Integer and bool
-// dtypes (used by outer and inner with a scalar) run a plain loop.
+// output's batch shape and cast to its dtype, except a b of no batch axes
+// (Note [A shared b]). float32 / float64 / complex64 go through BLAS;
+// float16 / bfloat16 are computed in float32. Integer and bool dtypes (used by
+// outer and inner with a scalar) run a plain loop.
+//
+// Note [A shared b]
+// x (..., M, K) @ w (K, N), nn.Linear's product, keeps w a matrix in the node:
+// the backends read it at batch stride 0 (views::broadcast_view), and the
+// vjp computes w's cotangent as one product over all rows of x and of the
+// cotangent, flattened (K, rows) @ (rows, N), where a batched product would
+// write one (K, N) matrix per batch element and then sum them. Flattening
+// merges axes only, so shapeless traces still infer every shape.
 class Matmul : public UnaryPrimitive {
  public:
   using UnaryPrimitive::UnaryPrimitive;

@@ -4,6 +4,7 @@
 // axis that an operand has fewer of, or as 1, is summed out of its cotangent
 // (sum_to_shape). Complex products follow MLX: the cotangent of a is
 // c @ b^H, that of b is a^H @ c.
+#include <algorithm>
 #include <optional>
 
 #include "tessera/ops/ops.h"
@@ -46,7 +47,11 @@ std::vector<array> product_vjp(const array& a, const array& b, const array& c,
       grads.push_back(zeros_like(x, s));
       continue;
     }
-    array g = arg == 0 ? matmul(c, adjoint(b, s), s) : matmul(adjoint(a, s), c, s);
+    // b shared by a's batch (Note [A shared b]): one product over all rows.
+    const bool shared = arg == 1 && b.ndim() == 2 && a.ndim() > 2;
+    array g = arg == 0   ? matmul(c, adjoint(b, s), s)
+              : shared ? matmul(adjoint(flatten(a, 0, -2, s), s), flatten(c, 0, -2, s), s)
+                       : matmul(adjoint(a, s), c, s);
     if (alpha != 1.f) g = multiply(g, array(alpha, g.dtype()), s);
     grads.push_back(astype(sum_to_shape(g, x.shape(), s), x.dtype(), s));
   }
@@ -65,22 +70,37 @@ array product_jvp(const array& a, const array& b, const std::vector<array>& tang
   return out ? *out : zeros_like(product(a, b, s), s);
 }
 
+// An operand batched at axis 0 whose node's rank (its rank without that
+// axis) is below `rank`: unit axes after axis 0 bring it there, so that the
+// vmapped axes line up however many batch axes the node's operands have (a
+// shared b has none: Note [A shared b]).
+array lined_up(const array& x, size_t rank, Stream s) {
+  if (x.ndim() - 1 >= rank) return x;
+  Shape shape = x.shape();
+  shape.insert(shape.begin() + 1, rank - (x.ndim() - 1), 1);
+  return reshape(x, shape, s);
+}
+
 // The inputs batched at axis 0 with a batch of size n: batched ones moved
-// there, unbatched ones broadcast along a new axis 0.
+// there, unbatched ones broadcast along a new axis 0, all of one rank.
 std::vector<array> batch_in_front(const std::vector<array>& inputs, const std::vector<int>& axes,
                                   Stream s) {
   int n = 1;
+  size_t rank = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (axes[i] >= 0) n = inputs[i].shape(axes[i]);
+    rank = std::max(rank, inputs[i].ndim() - (axes[i] >= 0));
   }
   std::vector<array> out;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (axes[i] >= 0) {
-      out.push_back(moveaxis(inputs[i], axes[i], 0, s));
+      out.push_back(lined_up(moveaxis(inputs[i], axes[i], 0, s), rank, s));
     } else {
       Shape shape = inputs[i].shape();
+      shape.insert(shape.begin(), rank - inputs[i].ndim(), 1);
+      array x = reshape(inputs[i], shape, s);
       shape.insert(shape.begin(), n);
-      out.push_back(broadcast_to(expand_dims(inputs[i], 0, s), shape, s));
+      out.push_back(broadcast_to(expand_dims(x, 0, s), shape, s));
     }
   }
   return out;
@@ -109,8 +129,9 @@ std::vector<array> Matmul::jvp(const std::vector<array>& primals,
 std::pair<std::vector<array>, std::vector<int>> Matmul::vmap(const std::vector<array>& inputs,
                                                              const std::vector<int>& axes) {
   auto s = stream();
-  array a = axes[0] >= 0 ? moveaxis(inputs[0], axes[0], 0, s) : inputs[0];
-  array b = axes[1] >= 0 ? moveaxis(inputs[1], axes[1], 0, s) : inputs[1];
+  const size_t rank = std::max(inputs[0].ndim() - (axes[0] >= 0), inputs[1].ndim() - (axes[1] >= 0));
+  array a = axes[0] >= 0 ? lined_up(moveaxis(inputs[0], axes[0], 0, s), rank, s) : inputs[0];
+  array b = axes[1] >= 0 ? lined_up(moveaxis(inputs[1], axes[1], 0, s), rank, s) : inputs[1];
   return {{product(a, b, s)}, {0}};
 }
 
