@@ -8,12 +8,13 @@
 // that would take `active` past `limit` first evicts device copies (Note
 // [Eviction] in residency.cpp); the prefetcher's gets null instead of
 // evicting or failing. `small_cached` is the sum of the sizes of the blocks
-// on the small-block lists, at most kSmallCacheMax (Note [Small blocks]).
+// on the small-block lists, at most cache_max() (Note [Small blocks]).
 // A freed block, whether it goes to a list or to the pool, is freed on the
 // stream of its last use, which orders its reuse after that use.
 #include "tessera/backend/cuda/device.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <sstream>
 #include <stdexcept>
 
@@ -55,11 +56,39 @@ namespace {
 // used the block was queued on that stream before the free (or ordered
 // before it by an event). Other streams get memory from the pool, which
 // orders reuse across streams itself. The lists hold at most 256 MiB.
+//   A training step allocates some 900 blocks larger than that (activations,
+// gradients), at about 2 us of host time for cudaMallocAsync and 1.2 us for
+// cudaFreeAsync each on an H100 (bench/results/2026-12-07-gpu-h100-conv-
+// wgrad.md). TESSERA_BLOCK_CACHE_MB=M (default 1) caches
+// blocks of up to M MiB too, their sizes rounded up to 64 KiB, and
+// TESSERA_BLOCK_CACHE_TOTAL_MB=T (default 256) bounds the lists: an A/B
+// switch until the gain is measured on a GPU. A full device empties the
+// lists before an allocation fails.
 constexpr size_t kSmallBlock = size_t{1} << 20;
-constexpr size_t kSmallCacheMax = size_t{256} << 20;
+constexpr size_t kLargeGrain = size_t{64} << 10;
+
+size_t env_mib(const char* name, size_t fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  const unsigned long long mib = std::strtoull(v, &end, 10);
+  return end && *end == 0 ? static_cast<size_t>(mib) << 20 : fallback;
+}
+
+// The largest block the lists take, and their total.
+size_t cached_block_max() {
+  static const size_t max = std::max(env_mib("TESSERA_BLOCK_CACHE_MB", 1), kSmallBlock);
+  return max;
+}
+size_t cache_max() {
+  static const size_t max = env_mib("TESSERA_BLOCK_CACHE_TOTAL_MB", 256);
+  return max;
+}
 
 size_t block_size(size_t bytes) {
-  return bytes <= kSmallBlock ? std::max<size_t>(256, (bytes + 255) & ~size_t{255}) : bytes;
+  if (bytes <= kSmallBlock) return std::max<size_t>(256, (bytes + 255) & ~size_t{255});
+  if (bytes <= cached_block_max()) return (bytes + kLargeGrain - 1) & ~(kLargeGrain - 1);
+  return bytes;
 }
 
 void release_small_blocks_locked() {
@@ -88,7 +117,7 @@ void free_block_locked(void* p, size_t bytes, int index) {
   auto& st = state();
   size_t size = block_size(bytes);
   st.active -= std::min(st.active, bytes);
-  if (size <= kSmallBlock && st.small_cached + size <= kSmallCacheMax) {
+  if (size <= cached_block_max() && st.small_cached + size <= cache_max()) {
     st.small_blocks[{index, size}].push_back(p);
     st.small_cached += size;
     return;
@@ -105,7 +134,7 @@ void* device_alloc_locked(size_t bytes, int index, bool evict) {
     if (st.active + bytes > st.limit) throw_out_of_memory(bytes, "memory limit");
   }
   const size_t size = block_size(bytes);
-  if (size <= kSmallBlock) {
+  if (size <= cached_block_max()) {
     auto it = st.small_blocks.find({index, size});
     if (it != st.small_blocks.end() && !it->second.empty()) {
       void* p = it->second.back();
