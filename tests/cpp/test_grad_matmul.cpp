@@ -38,6 +38,8 @@ TEST(GradMatmul, test_matmul_derivatives) {
       {{2, 3, 4}, {2, 4, 5}},     // batched
       {{2, 1, 3, 4}, {5, 4, 2}},  // broadcast batch axes: (2, 1) with (5)
       {{3, 4}, {2, 4, 5}},        // an unbatched operand against a batch
+      {{2, 3, 4}, {4, 5}},        // a matrix shared by a's batch (Note [A shared b])
+      {{2, 2, 3, 4}, {4, 5}},
   };
   uint64_t seed = 1;
   for (Device d : harness::devices()) {
@@ -94,6 +96,14 @@ TEST(GradMatmul, test_matmul_vmap) {
   check_vmap("matmul batched vectors", matmul_fn(), {integers_f64({4, 3}, 45), b1}, {1, -1});
   check_vmap("matmul batched batch", matmul_fn(),
              {integers_f64({3, 2, 2, 4}, 46), integers_f64({2, 4, 5}, 47)}, {0, -1});
+  // A shared b (Note [A shared b]): the node's operands have different batch
+  // ranks, which vmap lines up.
+  array x3 = integers_f64({3, 2, 2, 4}, 48);
+  check_vmap("matmul batched batch, shared b batched", matmul_fn(), {x3, b}, {0, 0});
+  check_vmap("matmul batch unbatched, shared b at 2", matmul_fn(),
+             {integers_f64({2, 2, 4}, 49), moveaxis(b, 0, 2)}, {-1, 2});
+  check_vmap("matmul batched batch at 2, shared b unbatched", matmul_fn(),
+             {moveaxis(x3, 0, 2), b1}, {2, -1});
 }
 
 TEST(GradMatmul, test_integer_products_have_zero_derivatives_and_vmap) {
@@ -119,6 +129,8 @@ TEST(GradMatmul, test_addmm_derivatives) {
                       {random_f64({3, 4}, 60), random_f64({4, 5}, 61), random_f64({3, 5}, 62)});
     check_derivatives("addmm broadcast c", addmm_fn(-1.5f, 3.f),
                       {random_f64({2, 3, 4}, 63), random_f64({4, 5}, 64), random_f64({5}, 65)});
+    check_derivatives("addmm shared b", addmm_fn(2.f, 0.5f),
+                      {random_f64({2, 2, 3, 4}, 69), random_f64({4, 5}, 59), random_f64({3, 5}, 58)});
     check_derivatives("addmm vector a", addmm_fn(1.f, 1.f),
                       {random_f64({4}, 66), random_f64({2, 4, 5}, 67), random_f64({2, 1}, 68)});
   }
@@ -136,6 +148,11 @@ TEST(GradMatmul, test_addmm_vmap) {
              {-1, -1, 0});
   check_vmap("addmm only b batched, c broadcast", f,
              {integers_f64({2, 4}, 76), b, integers_f64({5}, 77)}, {-1, 0, -1});
+  // a with a batch of its own and a shared b (Note [A shared b]).
+  array a3 = integers_f64({3, 2, 2, 4}, 78);
+  check_vmap("addmm batched batch, shared b", f, {a3, b, integers_f64({5}, 79)}, {0, 0, -1});
+  check_vmap("addmm batch unbatched, shared b batched", f,
+             {integers_f64({2, 2, 4}, 80), b, integers_f64({2, 5}, 81)}, {-1, 0, -1});
 }
 
 TEST(GradMatmul, test_vmap_of_grad_gives_per_example_gradients) {
