@@ -388,8 +388,10 @@ array bernoulli(const std::optional<array>& key, StreamOrDevice s) {
 namespace {
 
 // Gumbel-max: draws gumbel noise of `shape` with the logits' axis inserted,
-// adds the logits and takes the argmax over that axis. 1-D logits with a
-// non-empty shape use the inverse CDF instead (the reference's special case).
+// adds the logits and takes the argmax over that axis. One distribution (1-D
+// logits, the reference's special case, or logits whose other axes are all 1,
+// where MLX 0.32.4 does the same) drawn into a non-empty shape uses the
+// inverse CDF instead.
 // Logits whose largest entry along the axis is not finite, replaced by the
 // limit of their distribution: +inf entries share the mass equally and all
 // -inf is uniform; with a NaN, the first NaN is drawn (the argmax of
@@ -414,8 +416,11 @@ array finite_logits(const array& logits, int axis, Stream s) {
 array categorical_impl(const array& logits_, int axis, const Shape& shape,
                        const std::optional<array>& key, Stream s) {
   array logits = finite_logits(logits_, axis, s);
-  if (logits.ndim() == 1 && !shape.empty()) {
-    array x = astype(logits, float32, s);
+  // One distribution (1-D logits, or every other axis of size 1, as mlx-lm's
+  // (1, vocab) logits) drawn into a shape: by the inverse CDF, as MLX draws it.
+  if (logits.size() > 0 && static_cast<int64_t>(logits.size()) == logits.shape(axis) &&
+      !shape.empty()) {
+    array x = astype(reshape(logits, {logits.shape(axis)}, s), float32, s);
     array w = exp(subtract(x, max(x, s), s), s);
     const int k = w.shape(0);
     array inclusive = cumsum(w, 0, false, true, s);

@@ -84,6 +84,24 @@ def test_categorical_and_permutation_match_mlx(device):
                     -0.117449418]).reshape(3, 2), 2e-6)
 
 
+def test_categorical_of_one_distribution_matches_mlx(device):
+    # Logits of one row, as mlx-lm samples (1, vocab): MLX 0.32.4 draws them by
+    # the inverse CDF whenever the result has a shape, whatever the axes of size
+    # 1 (values from MLX 0.32.4's CPU build); 1-D logits into () by Gumbel-max.
+    row = mx.array([[0.5, -1.0, 2.0, 0.0, 1.0, -0.5, 0.25, 1.5]])
+    got = [np.array(mx.random.categorical(row, key=mx.random.key(s))).tolist() for s in range(8)]
+    assert got == [[2], [2], [2], [7], [2], [4], [3], [7]]
+    got = [int(mx.random.categorical(row[0], key=mx.random.key(s)).item()) for s in range(8)]
+    assert got == [5, 3, 6, 2, 0, 4, 2, 5]
+    one = mx.array([[0.1, 2.0, 0.3]])
+    assert np.array(mx.random.categorical(one, num_samples=5, key=mx.random.key(8))).tolist() == \
+        [[1, 1, 1, 2, 1]]
+    column = one.reshape(1, 3, 1)
+    assert np.array(mx.random.categorical(column, axis=1, num_samples=5,
+                                          key=mx.random.key(8))).tolist() == [[[1, 1, 1, 2, 1]]]
+    assert np.array(mx.random.categorical(column, axis=1, key=mx.random.key(8))).tolist() == [[2]]
+
+
 def test_global_key_after_seed_matches_mlx(device):
     mx.random.seed(7)
     close(mx.random.uniform(shape=(3,)), [0.0777458325, 0.174454302, 0.83264631], 1e-7)
