@@ -1,5 +1,6 @@
 """2-D convolutions of ResNet-50's layer shapes at batch 64 on the GPU, forward
-and forward with backward (the gradients of input and weight), written once
+and forward with backward (the loss and the gradients of input and weight, as
+PyTorch's autograd computes them), written once
 against the MLX API (channels last: x (N, H, W, C), w (O, kH, kW, C)) so that
 the same code measures Tessera and MLX CUDA, with PyTorch in channels-last
 memory (cuDNN) beside them. One framework per process:
