@@ -65,11 +65,13 @@ void set_view(const array& in, array& out, const Strides& strides, int64_t offse
                          compute_data_size(out.shape(), strides), offset);
 }
 
-array broadcast_view(const array& in, const Shape& shape) {
-  if (in.shape() == shape) return in;
-  array out(shape, in.dtype(), nullptr, {});
-  broadcast(in, out);
-  return out;
+array batched_like(const array& m, const array& out) {
+  if (m.ndim() == out.ndim()) return m;
+  Shape shape(out.shape().begin(), out.shape().end() - 2);
+  shape.insert(shape.end(), {m.shape(-2), m.shape(-1)});
+  array view(shape, m.dtype(), nullptr, {});
+  broadcast(m, view);
+  return view;
 }
 
 void broadcast(const array& in, array& out) {

@@ -24,8 +24,10 @@ void set_view(const array& in, array& out, const Strides& strides, int64_t offse
 
 // in broadcast to out's shape (stride 0 on new and size-1 axes).
 void broadcast(const array& in, array& out);
-// A view of in broadcast to `shape`; in itself where it has that shape.
-array broadcast_view(const array& in, const Shape& shape);
+// A matrix operand m (..., R, C) of a product as a view over the batch axes of
+// its output `out` (stride 0 where m has no such axis: Note [A shared b] in
+// ops/primitives/matmul.h); m itself where it has out's rank.
+array batched_like(const array& m, const array& out);
 // Output axis i is input axis axes[i].
 void transpose(const array& in, array& out, const std::vector<int>& axes);
 // Elements start[i], start[i] + steps[i], ... on each axis.

@@ -191,9 +191,7 @@ void eval_product(const array& a_in, const array& b_shared, const array* c, arra
   }
   const int nd = static_cast<int>(out.ndim());
   // A b shared by every batch element (Note [A shared b]) read at stride 0.
-  Shape b_shape(out.shape().begin(), out.shape().end() - 2);
-  b_shape.insert(b_shape.end(), {b_shared.shape(-2), b_shared.shape(-1)});
-  const array b_in = views::broadcast_view(b_shared, b_shape);
+  const array b_in = views::batched_like(b_shared, out);
   const int64_t M = out.shape(nd - 2), N = out.shape(nd - 1), K = a_in.shape(nd - 1);
   const Dtype compute = compute_dtype(out.dtype());
   const bool direct = compute == out.dtype();

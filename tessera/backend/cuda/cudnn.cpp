@@ -444,31 +444,32 @@ bool attention_backward(const Attention& a, const AttentionPointers& p, const St
              "attention");
 }
 
+namespace {
+
+// The convolution graph of `pass` on x, w and y (two read, the third written).
+bool run_conv(const Convolution& c, Pass pass, const void* x, const void* w, const void* y,
+              const Stream& s, const char* op) {
+  std::unordered_map<int64_t, void*> pack = {
+      {kX, const_cast<void*>(x)}, {kW, const_cast<void*>(w)}, {kY, const_cast<void*>(y)}};
+  return run(conv_key(c, pass), [&](cudnnHandle_t h) { return build_conv(c, pass, h); }, pack, s,
+             op, "convolution");
+}
+
+}  // namespace
+
 bool convolution_forward(const Convolution& c, const void* x, const void* w, void* y,
                          const Stream& s, const char* op) {
-  std::unordered_map<int64_t, void*> pack = {
-      {kX, const_cast<void*>(x)}, {kW, const_cast<void*>(w)}, {kY, y}};
-  return run(conv_key(c, Pass::forward),
-             [&](cudnnHandle_t h) { return build_conv(c, Pass::forward, h); }, pack, s, op,
-             "convolution");
+  return run_conv(c, Pass::forward, x, w, y, s, op);
 }
 
 bool convolution_backward_data(const Convolution& c, const void* dy, const void* w, void* dx,
                                const Stream& s, const char* op) {
-  std::unordered_map<int64_t, void*> pack = {
-      {kY, const_cast<void*>(dy)}, {kW, const_cast<void*>(w)}, {kX, dx}};
-  return run(conv_key(c, Pass::data),
-             [&](cudnnHandle_t h) { return build_conv(c, Pass::data, h); }, pack, s, op,
-             "convolution");
+  return run_conv(c, Pass::data, dx, w, dy, s, op);
 }
 
 bool convolution_backward_filter(const Convolution& c, const void* x, const void* dy, void* dw,
                                  const Stream& s, const char* op) {
-  std::unordered_map<int64_t, void*> pack = {
-      {kX, const_cast<void*>(x)}, {kY, const_cast<void*>(dy)}, {kW, dw}};
-  return run(conv_key(c, Pass::filter),
-             [&](cudnnHandle_t h) { return build_conv(c, Pass::filter, h); }, pack, s, op,
-             "convolution");
+  return run_conv(c, Pass::filter, x, dw, dy, s, op);
 }
 
 }  // namespace tessera::gpu::cudnn

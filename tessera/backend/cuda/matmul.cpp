@@ -373,15 +373,6 @@ bool few_rows(const Operand& a, const Operand& b, const Shape& batch_shape, int6
   return rows > 0 && gpu::dense_gemv(a.data, a.ld, b.data, b.ld, dst, N, dtype, rows, N, K, s);
 }
 
-// b (K, N) shared by every batch element of out (Note [A shared b] in
-// ops/primitives/matmul.h) as a view of out's batch axes; any other b itself.
-array batched(const array& b, const array& out) {
-  if (b.ndim() == out.ndim()) return b;
-  Shape shape(out.shape().begin(), out.shape().end() - 2);
-  shape.insert(shape.end(), {b.shape(-2), b.shape(-1)});
-  return views::broadcast_view(b, shape);
-}
-
 // Whether x (..., R, C) is read in place with rows dense (no copy by prepare).
 bool rows_in_place(const array& x, bool want_trans) {
   const int nd = static_cast<int>(x.ndim());
@@ -400,7 +391,7 @@ void eval_product(const array& a_in, const array& b_shared, const array* c, arra
     return;
   }
   const int nd = static_cast<int>(out.ndim());
-  const array b_in = batched(b_shared, out);
+  const array b_in = views::batched_like(b_shared, out);
   const int64_t M = out.shape(nd - 2), N = out.shape(nd - 1), K = a_in.shape(nd - 1);
   const Shape batch_shape(out.shape().begin(), out.shape().end() - 2);
   cudaStream_t stream = gpu::cuda_stream(s);
@@ -476,7 +467,7 @@ bool gpu::grouped_matmul(const GroupedProducts& g, const std::vector<array>& inp
     if (out.size() == 0 || out.dtype() != dtype || static_cast<int>(out.ndim()) != nd) {
       return false;
     }
-    weights.push_back(batched(g.member_inputs(i, inputs)[1], out));
+    weights.push_back(views::batched_like(g.member_inputs(i, inputs)[1], out));
     if (!rows_in_place(weights.back(), true)) return false;
   }
   const Operand a = prepare(x, s, "Matmul");

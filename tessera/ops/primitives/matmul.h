@@ -13,7 +13,7 @@ namespace tessera {
 //
 // Note [A shared b]
 // x (..., M, K) @ w (K, N), nn.Linear's product, keeps w a matrix in the node:
-// the backends read it at batch stride 0 (views::broadcast_view), and the
+// the backends read it at batch stride 0 (views::batched_like), and the
 // vjp computes w's cotangent as one product over all rows of x and of the
 // cotangent, flattened (K, rows) @ (rows, N), where a batched product would
 // write one (K, N) matrix per batch element and then sum them. Flattening

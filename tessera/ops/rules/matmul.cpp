@@ -70,6 +70,15 @@ array product_jvp(const array& a, const array& b, const std::vector<array>& tang
   return out ? *out : zeros_like(product(a, b, s), s);
 }
 
+// The largest rank of the node's inputs without their vmapped axes.
+size_t node_rank(const std::vector<array>& inputs, const std::vector<int>& axes) {
+  size_t rank = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    rank = std::max(rank, inputs[i].ndim() - (axes[i] >= 0));
+  }
+  return rank;
+}
+
 // An operand batched at axis 0 whose node's rank (its rank without that
 // axis) is below `rank`: unit axes after axis 0 bring it there, so that the
 // vmapped axes line up however many batch axes the node's operands have (a
@@ -86,11 +95,10 @@ array lined_up(const array& x, size_t rank, Stream s) {
 std::vector<array> batch_in_front(const std::vector<array>& inputs, const std::vector<int>& axes,
                                   Stream s) {
   int n = 1;
-  size_t rank = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (axes[i] >= 0) n = inputs[i].shape(axes[i]);
-    rank = std::max(rank, inputs[i].ndim() - (axes[i] >= 0));
   }
+  const size_t rank = node_rank(inputs, axes);
   std::vector<array> out;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (axes[i] >= 0) {
@@ -129,7 +137,7 @@ std::vector<array> Matmul::jvp(const std::vector<array>& primals,
 std::pair<std::vector<array>, std::vector<int>> Matmul::vmap(const std::vector<array>& inputs,
                                                              const std::vector<int>& axes) {
   auto s = stream();
-  const size_t rank = std::max(inputs[0].ndim() - (axes[0] >= 0), inputs[1].ndim() - (axes[1] >= 0));
+  const size_t rank = node_rank(inputs, axes);
   array a = axes[0] >= 0 ? lined_up(moveaxis(inputs[0], axes[0], 0, s), rank, s) : inputs[0];
   array b = axes[1] >= 0 ? lined_up(moveaxis(inputs[1], axes[1], 0, s), rank, s) : inputs[1];
   return {{product(a, b, s)}, {0}};
