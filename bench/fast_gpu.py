@@ -11,7 +11,8 @@ Further arguments keep only the benchmarks whose name contains one of them.
 Lines are those of bench/bench_gpu.cpp: name, seconds (median), work, unit.
 Attention counts 4·B·H·Tq·Tkv·D flops forward (half of it when causal) and
 3.5 times that for forward and backward; norms and rope count the bytes read
-and written once (forward and backward: x, y, the cotangent and dx); decode
+and written once (forward and backward: x, y, the cotangent and dx; backward
+alone: x, the cotangent and dx); decode
 counts the bytes of k and v.
 """
 import sys
@@ -95,6 +96,10 @@ def run_mlx_api(mx):
         f = lambda x, w: mx.fast.rms_norm(x, w, 1e-5)
         t = median_time(lambda: mx.eval(mx.vjp(f, [x, w], [cot])), sync)
         report("rms_norm_bf16_fwd_bwd", t, 5 * nbytes, "byte")
+    if wanted("rms_norm_bf16_bwd"):
+        f = lambda x, w: mx.fast.rms_norm(x, w, 1e-5)
+        t = median_time(lambda: mx.eval(mx.vjp(f, [x, w], [cot])[1]), sync)
+        report("rms_norm_bf16_bwd", t, 3 * nbytes, "byte")
     if wanted("layer_norm_bf16_fwd"):
         t = median_time(lambda: mx.eval(mx.fast.layer_norm(x, w, bias, 1e-5)), sync)
         report("layer_norm_bf16_fwd", t, 2 * nbytes, "byte")
@@ -102,6 +107,10 @@ def run_mlx_api(mx):
         f = lambda x, w, b: mx.fast.layer_norm(x, w, b, 1e-5)
         t = median_time(lambda: mx.eval(mx.vjp(f, [x, w, bias], [cot])), sync)
         report("layer_norm_bf16_fwd_bwd", t, 5 * nbytes, "byte")
+    if wanted("layer_norm_bf16_bwd"):
+        f = lambda x, w, b: mx.fast.layer_norm(x, w, b, 1e-5)
+        t = median_time(lambda: mx.eval(mx.vjp(f, [x, w, bias], [cot])[1]), sync)
+        report("layer_norm_bf16_bwd", t, 3 * nbytes, "byte")
     del x
     if wanted("rope_bf16"):
         y = normal(ROPE_SHAPE, bf16, 7)
@@ -166,6 +175,12 @@ def run_torch():
             torch.autograd.grad(F.rms_norm(xg, (cols,), wg, 1e-5), (xg, wg), cot)
         t = median_time(step, sync)
         report("rms_norm_bf16_fwd_bwd", t, 5 * nbytes, "byte")
+    if wanted("rms_norm_bf16_bwd"):
+        xg, wg = x.detach().requires_grad_(), w.detach().requires_grad_()
+        y = F.rms_norm(xg, (cols,), wg, 1e-5)
+        t = median_time(lambda: torch.autograd.grad(y, (xg, wg), cot, retain_graph=True), sync)
+        report("rms_norm_bf16_bwd", t, 3 * nbytes, "byte")
+        del y
     if wanted("layer_norm_bf16_fwd"):
         with torch.no_grad():
             t = median_time(lambda: F.layer_norm(x, (cols,), w, bias, 1e-5), sync)
@@ -177,6 +192,12 @@ def run_torch():
             torch.autograd.grad(F.layer_norm(xg, (cols,), wg, bg, 1e-5), (xg, wg, bg), cot)
         t = median_time(step, sync)
         report("layer_norm_bf16_fwd_bwd", t, 5 * nbytes, "byte")
+    if wanted("layer_norm_bf16_bwd"):
+        xg, wg, bg = x.detach().requires_grad_(), w.detach().requires_grad_(), bias.detach().requires_grad_()
+        y = F.layer_norm(xg, (cols,), wg, bg, 1e-5)
+        t = median_time(lambda: torch.autograd.grad(y, (xg, wg, bg), cot, retain_graph=True), sync)
+        report("layer_norm_bf16_bwd", t, 3 * nbytes, "byte")
+        del y
     if wanted("rope_bf16"):
         y = normal(ROPE_SHAPE, bf16)
         b, h, t_, d = ROPE_SHAPE

@@ -25,11 +25,12 @@ timed steps, each step's loss read before the next starts (as a training loop
 that logs it does). The first and last losses go to stderr: they must fall.
 """
 import argparse
+import contextlib
 import os
 import sys
 import time
 
-from measure import report
+from measure import report, sampled
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples",
                                 "python"))
@@ -70,7 +71,8 @@ def timed_steps(step, data, read_loss):
     seconds, losses = [], []
     for i, (x, y) in enumerate(data):
         t0 = time.perf_counter()
-        losses.append(read_loss(step(x, y)))
+        with sampled() if i >= WARMUP else contextlib.nullcontext():
+            losses.append(read_loss(step(x, y)))
         if i >= WARMUP:
             seconds.append(time.perf_counter() - t0)
     seconds.sort()

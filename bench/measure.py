@@ -1,6 +1,10 @@
-"""What the Python sides of the benchmarks share: the median of timed runs and
-the JSON line of one result (the format of bench/bench_util.h)."""
+"""What the Python sides of the benchmarks share: the median of timed runs,
+the JSON line of one result (the format of bench/bench_util.h), and the
+switch of bench/host_sampler.c."""
+import contextlib
+import ctypes
 import json
+import os
 import time
 
 
@@ -51,3 +55,19 @@ def run_framework(framework, run_torch, run_mlx_api):
     else:
         import tessera.core as mx
         run_mlx_api(mx)
+
+
+@contextlib.contextmanager
+def sampled():
+    """Host samples taken only inside the block, when the process runs under
+    bench/host_sampler.c with HOST_SAMPLER_MANUAL=1; nothing otherwise."""
+    enable = None
+    if os.environ.get("HOST_SAMPLER_OUT"):
+        enable = getattr(ctypes.CDLL(None), "host_sampler_enable", None)
+    if enable:
+        enable(1)
+    try:
+        yield
+    finally:
+        if enable:
+            enable(0)

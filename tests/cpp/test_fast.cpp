@@ -720,8 +720,12 @@ void check_vjp_by_differences(const std::string& name, const VecFn& f,
 // Shapes of the norm tests: rows of 1, 7, 16, 100, 4097, 8192 and 9001
 // elements (the GPU kernels keep a row of up to 8192 odd or 16384 aligned
 // elements; longer rows take the fallback there).
-std::vector<Shape> norm_shapes() {
-  return {{1, 1}, {7, 7}, {3, 4, 16}, {33, 100}, {3, 4097}, {2, 8192}, {2, 9001}};
+// On the GPU also 5000 rows of 512, which the staged kernels visit in several
+// steps per block (Note [Staged norms] in backend/cuda/fast.cuh).
+std::vector<Shape> norm_shapes(Device dev) {
+  std::vector<Shape> shapes{{1, 1}, {7, 7}, {3, 4, 16}, {33, 100}, {3, 4097}, {2, 8192}, {2, 9001}};
+  if (dev == Device::gpu) shapes.push_back({5000, 512});
+  return shapes;
 }
 
 // Whether the fused kernel covers rows of d elements of dtype t on the current device.
@@ -735,7 +739,7 @@ TEST(Fast, test_fused_norms_against_the_fallback_and_a_float64_loop) {
   for (auto dev : harness::devices()) {
     StreamContext ctx(dev);
     for (Dtype t : kernel_dtypes()) {
-      for (const Shape& shape : norm_shapes()) {
+      for (const Shape& shape : norm_shapes(dev)) {
         const int d = shape.back();
         Values xv = harness::random_values(shape_size(shape), t, -3, 3, 100 + d);
         Input w = input({d}, t, 101), b = input({d}, t, 102);
@@ -790,8 +794,9 @@ TEST(Fast, test_fused_norm_gradients_against_the_fallback_and_finite_differences
     for (Dtype t : kernel_dtypes()) {
       // Gradients are compared normwise: the fallback rounds to t at more steps.
       const double gtol = t == float32 ? 1e-5 : t == float16 ? 4e-3 : 3e-2;
-      for (const Shape& shape : {Shape{1, 1}, Shape{7, 7}, Shape{5, 3, 100}, Shape{3, 4097},
-                                 Shape{4, 8192}, Shape{300, 16}}) {
+      std::vector<Shape> shapes{{1, 1}, {7, 7}, {5, 3, 100}, {3, 4097}, {4, 8192}, {300, 16}};
+      if (dev == Device::gpu) shapes.push_back({5000, 512});
+      for (const Shape& shape : shapes) {
         const int d = shape.back();
         Input x = input(shape, t, 110 + d), w = input({d}, t, 111), b = input({d}, t, 112);
         std::string c = std::string(dev == Device::cpu ? "cpu " : "gpu ") + dname(t) + " " +

@@ -69,7 +69,8 @@ void forward(const std::vector<array>& inputs, int weight, int bias, bool rms, f
   n.args.out = gpu::allocate_output(out, s);
   dispatch_device_kernel(n.x.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    TESSERA_CUDA_CHECK(norm_forward<T>(n.args, n.launch, gpu::cuda_stream(s)));
+    const NormPlan plan = norm_forward_plan<T>(n.args, n.launch, gpu::properties());
+    TESSERA_CUDA_CHECK(norm_forward<T>(n.args, n.launch, plan, gpu::cuda_stream(s)));
   });
 }
 
@@ -83,9 +84,8 @@ void backward(const std::vector<array>& inputs, std::vector<array>& outputs, boo
   n.args.out = gpu::allocate_output(outputs[0], s);
   dispatch_device_kernel(n.x.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const int blocks =
-        norm_backward_blocks<T>(n.args, n.launch, gpu::properties().multiProcessorCount);
-    const size_t part = static_cast<size_t>(blocks) * n.args.d;
+    const NormPlan plan = norm_backward_plan<T>(n.args, n.launch, gpu::properties());
+    const size_t part = static_cast<size_t>(plan.blocks) * n.args.d;
     const int sums = (has_weight ? 1 : 0) + (has_bias ? 1 : 0);
     float* scratch = sums ? static_cast<float*>(gpu::scratch(sizeof(float) * sums * part, s))
                           : nullptr;
@@ -99,7 +99,7 @@ void backward(const std::vector<array>& inputs, std::vector<array>& outputs, boo
       n.args.part_b = scratch + (has_weight ? part : 0);
       db = static_cast<T*>(gpu::allocate_output(outputs[has_weight ? 2 : 1], s));
     }
-    TESSERA_CUDA_CHECK(norm_backward<T>(n.args, n.launch, blocks, dw, db, gpu::cuda_stream(s)));
+    TESSERA_CUDA_CHECK(norm_backward<T>(n.args, n.launch, plan, dw, db, gpu::cuda_stream(s)));
   });
 }
 

@@ -15,10 +15,12 @@
 //     registers, N accesses of W elements each (W = 16 bytes of T when the
 //     row length and addresses allow, else 1); blockDim.y rows share a block
 //     when rows are short. Sums go through warp shuffles, and through shared
-//     memory across warps. The backward pass computes dx row by row and keeps
-//     each thread's share of dweight and dbias in registers over the rows its
-//     block visits (a grid that fills the GPU once); each block writes one row
-//     of partial sums, and column_sums adds the blocks' rows up.
+//     memory across warps. Rows of 16-byte accesses stream through shared
+//     memory, several rows ahead (Note [Staged norms]); others are read
+//     straight into registers. The backward pass computes dx row by row and
+//     keeps each thread's share of dweight and dbias over the rows its block
+//     visits (a grid that fills the GPU once); each block writes one row of
+//     partial sums, and column_sums adds the blocks' rows up.
 //   - RoPE: x is (B, M, T, D) contiguous, M all middle axes. A thread takes W
 //     rotated pairs of one (b, t), computes their angles once (sincosf in
 //     float32) and applies them to HPT consecutive heads. Columns past dims
@@ -31,7 +33,14 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string_view>
+#include <tuple>
 
+#include "tessera/backend/cuda/mma.cuh"
 #include "tessera/backend/cuda/types.cuh"
 
 namespace tessera::gpu::fast_kernels {
@@ -105,9 +114,72 @@ __device__ __forceinline__ void row_sums(float (&v)[K]) {
 // Threads that hold 16 floats of a row or more run in blocks of at most 512.
 constexpr int max_threads(int floats) { return floats >= 16 ? 512 : 1024; }
 
+// What a row's output needs: the mean (layer_norm) and inv = 1 / sqrt(variance
+// + eps); the backward pass also mg and mgn (backward_stats).
+struct RowStats {
+  float mean = 0.f, inv = 0.f, mg = 0.f, mgn = 0.f;
+};
+
+// The mean (layer_norm) and 1 / sqrt(variance + eps) of one row; get(k, v)
+// fills the thread's access k of the row (zeros past the row).
+template <int W, int N, typename Get>
+__device__ __forceinline__ RowStats forward_stats(const NormArgs& a, Get&& get) {
+  const int tx = threadIdx.x, tpr = blockDim.x, d = a.d;
+  RowStats r;
+  if (!a.rms) {
+    float s[1] = {0.f};
+#pragma unroll
+    for (int k = 0; k < N; ++k) {
+      float v[W];
+      get(k, v);
+#pragma unroll
+      for (int j = 0; j < W; ++j) s[0] += v[j];
+    }
+    row_sums(s);
+    r.mean = s[0] / d;
+  }
+  float q[1] = {0.f};
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    if ((k * tpr + tx) * W >= d) continue;
+    float v[W];
+    get(k, v);
+#pragma unroll
+    for (int j = 0; j < W; ++j) q[0] += (v[j] - r.mean) * (v[j] - r.mean);
+  }
+  row_sums(q);
+  r.inv = rsqrtf(q[0] / d + a.eps);
+  return r;
+}
+
+// Writes the thread's part of output row y from its values (get, as above)
+// and the weight and bias (null where absent).
+template <typename T, int W, int N, typename Get>
+__device__ __forceinline__ void forward_row(const RowStats& r, T* y, const T* w, const T* b,
+                                            int d, Get&& get) {
+  const int tx = threadIdx.x, tpr = blockDim.x;
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    const int col = (k * tpr + tx) * W;
+    if (col >= d) continue;
+    float v[W], o[W], ws[W], bs[W];
+    get(k, v);
+    if (w) load<T, W>(w + col, ws);
+    if (b) load<T, W>(b + col, bs);
+#pragma unroll
+    for (int j = 0; j < W; ++j) {
+      float n = round_to<T>((v[j] - r.mean) * r.inv);
+      if (w) n = round_to<T>(n * ws[j]);
+      if (b) n = n + bs[j];
+      o[j] = n;
+    }
+    store<T, W>(y + col, o);
+  }
+}
+
 template <typename T, int W, int N>
 __global__ void __launch_bounds__(max_threads(N* W))
-    norm_forward_kernel(NormArgs a) {
+    norm_forward_kernel(NormArgs a, int) {
   const int tx = threadIdx.x, tpr = blockDim.x, d = a.d;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
   const bool live = row < a.rows;
@@ -123,49 +195,160 @@ __global__ void __launch_bounds__(max_threads(N* W))
       for (int j = 0; j < W; ++j) v[k * W + j] = 0.f;
     }
   }
-  float mean = 0.f;
-  if (!a.rms) {
-    float s[1] = {0.f};
+  auto get = [&](int k, float* vk) {
 #pragma unroll
-    for (int i = 0; i < N * W; ++i) s[0] += v[i];
-    row_sums(s);
-    mean = s[0] / d;
+    for (int j = 0; j < W; ++j) vk[j] = v[k * W + j];
+  };
+  const RowStats r = forward_stats<W, N>(a, get);
+  if (!live) return;
+  forward_row<T, W, N>(r, static_cast<T*>(a.out) + row * d, static_cast<const T*>(a.w),
+                       static_cast<const T*>(a.b), d, get);
+}
+
+// Note [Staged norms]
+// Rows of 16-byte accesses (W * sizeof(T) == 16) in blocks of at most 256
+// threads stream through shared memory: a grid that fills the GPU once
+// visits the rows, and each thread copies its own chunks of the rows
+// `stages - 1` steps ahead (cp.async), so that a block keeps that many rows
+// in flight while it computes one. The same thread reads back what it
+// copied, so waiting for its own copies is all the ordering it needs; a
+// stage is copied into again only after the thread has used what it read
+// from it. The forward pass streams x; the backward pass x and the
+// cotangent, with the weight in shared memory and the dweight and dbias sums
+// in registers (each thread keeps the same columns on every row).
+//
+// RowStage copies the rows of step i of a block into stage i % stages:
+// `inputs` arrays, each thread's N chunks of 16 bytes of each.
+template <typename T, int W, int N, int Inputs>
+struct RowStage {
+  uint4* stages;
+  const T* src[Inputs];
+  int count;  // stages
+  int64_t first, step, rows;
+  int d, threads, tid;
+
+  __device__ __forceinline__ uint4* at(int64_t i, int input, int k) const {
+    return stages + (static_cast<size_t>(i % count) * Inputs * N + input * N + k) * threads + tid;
   }
-  float q[1] = {0.f};
+  __device__ __forceinline__ void issue(int64_t i) const {
+    const int64_t row = first + i * step + threadIdx.y;
+#pragma unroll
+    for (int k = 0; k < N; ++k) {
+      const int col = (k * blockDim.x + threadIdx.x) * W;
+      const bool ok = row < rows && col < d;
+      const int64_t off = ok ? row * d + col : 0;
+#pragma unroll
+      for (int input = 0; input < Inputs; ++input) {
+        mma::cp_async16(mma::smem_u32(at(i, input, k)), src[input] + off, ok);
+      }
+    }
+    mma::cp_async_commit();
+  }
+  // Waits for the copies of step i, issued count - 1 steps before.
+  __device__ __forceinline__ void wait() const {
+    if (count >= 4) {
+      mma::cp_async_wait<3>();
+    } else if (count == 3) {
+      mma::cp_async_wait<2>();
+    } else {
+      mma::cp_async_wait<1>();
+    }
+  }
+  __device__ __forceinline__ void read(int64_t i, int input, int k, float* v) const {
+    load<T, W>(reinterpret_cast<const T*>(at(i, input, k)), v);
+  }
+};
+
+template <typename T, int W, int N>
+__global__ void __launch_bounds__(256) norm_forward_staged_kernel(NormArgs a, int stages) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  extern __shared__ uint4 smem[];
+  const int threads = blockDim.x * blockDim.y;
+  const RowStage<T, W, N, 1> st{smem,
+                                {static_cast<const T*>(a.x)},
+                                stages,
+                                static_cast<int64_t>(blockIdx.x) * blockDim.y,
+                                static_cast<int64_t>(gridDim.x) * blockDim.y,
+                                a.rows,
+                                a.d,
+                                threads,
+                                static_cast<int>(threadIdx.y * blockDim.x + threadIdx.x)};
+  for (int i = 0; i < stages - 1; ++i) st.issue(i);
+  for (int64_t i = 0; st.first + i * st.step < a.rows; ++i) {
+    st.issue(i + stages - 1);
+    st.wait();
+    auto get = [&](int k, float* v) { st.read(i, 0, k, v); };
+    const RowStats r = forward_stats<W, N>(a, get);
+    const int64_t row = st.first + i * st.step + threadIdx.y;
+    if (row >= a.rows) continue;
+    forward_row<T, W, N>(r, static_cast<T*>(a.out) + row * a.d, static_cast<const T*>(a.w),
+                         static_cast<const T*>(a.b), a.d, get);
+  }
+  mma::cp_async_wait<0>();
+#endif
+}
+
+// The statistics of one row that dx needs: dx = inv * (g w - mg - n mgn),
+// n = (x - mean) inv. get(k, v, g) fills the thread's access k of the row:
+// W values of x and of the cotangent times the weight (zeros past the row).
+
+template <int W, int N, typename Get>
+__device__ __forceinline__ RowStats backward_stats(const NormArgs& a, Get&& get) {
+  const int tx = threadIdx.x, tpr = blockDim.x, d = a.d;
+  RowStats r;
+  if (a.rms) {
+    float s[2] = {0.f, 0.f};
+#pragma unroll
+    for (int k = 0; k < N; ++k) {
+      float v[W], g[W];
+      get(k, v, g);
+#pragma unroll
+      for (int j = 0; j < W; ++j) {
+        s[0] += v[j] * v[j];
+        s[1] += g[j] * v[j];
+      }
+    }
+    row_sums(s);
+    r.inv = rsqrtf(s[0] / d + a.eps);
+    r.mgn = s[1] * r.inv / d;
+    return r;
+  }
+  float s[1] = {0.f};
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    float v[W], g[W];
+    get(k, v, g);
+#pragma unroll
+    for (int j = 0; j < W; ++j) s[0] += v[j];
+  }
+  row_sums(s);
+  r.mean = s[0] / d;
+  float t[3] = {0.f, 0.f, 0.f};
 #pragma unroll
   for (int k = 0; k < N; ++k) {
     if ((k * tpr + tx) * W >= d) continue;
-#pragma unroll
-    for (int j = 0; j < W; ++j) q[0] += (v[k * W + j] - mean) * (v[k * W + j] - mean);
-  }
-  row_sums(q);
-  const float inv = rsqrtf(q[0] / d + a.eps);
-  if (!live) return;
-  T* y = static_cast<T*>(a.out) + row * d;
-  const T* w = static_cast<const T*>(a.w);
-  const T* b = static_cast<const T*>(a.b);
-#pragma unroll
-  for (int k = 0; k < N; ++k) {
-    const int col = (k * tpr + tx) * W;
-    if (col >= d) continue;
-    float o[W], ws[W], bs[W];
-    if (w) load<T, W>(w + col, ws);
-    if (b) load<T, W>(b + col, bs);
+    float v[W], g[W];
+    get(k, v, g);
 #pragma unroll
     for (int j = 0; j < W; ++j) {
-      float n = round_to<T>((v[k * W + j] - mean) * inv);
-      if (w) n = round_to<T>(n * ws[j]);
-      if (b) n = n + bs[j];
-      o[j] = n;
+      const float cv = v[j] - r.mean;
+      t[0] += cv * cv;
+      t[1] += g[j];
+      t[2] += g[j] * cv;
     }
-    store<T, W>(y + col, o);
   }
+  row_sums(t);
+  r.inv = rsqrtf(t[0] / d + a.eps);
+  r.mg = t[1] / d;
+  r.mgn = t[2] * r.inv / d;
+  return r;
 }
 
 // Rows blockIdx.x * blockDim.y + threadIdx.y, then every gridDim.x * blockDim.y.
+// Rows in registers; the dweight and dbias sums in shared memory.
 template <typename T, int W, int N>
 __global__ void __launch_bounds__(max_threads(N* W))
-    norm_backward_kernel(NormArgs a) {
+    norm_backward_kernel(NormArgs a, int) {
   // Sums of dweight then dbias (those wanted), each (blockDim.y, blockDim.x * N * W).
   extern __shared__ float acc[];
   const int tx = threadIdx.x, tpr = blockDim.x, d = a.d, width = tpr * N * W;
@@ -194,41 +377,13 @@ __global__ void __launch_bounds__(max_threads(N* W))
         if (w) load<T, W>(w + col, ws + k * W);
       }
     }
-    float mean = 0.f, inv, mg = 0.f, mgn;
-    if (a.rms) {
-      float s[2] = {0.f, 0.f};
+    const RowStats r = backward_stats<W, N>(a, [&](int k, float* vk, float* gk) {
 #pragma unroll
-      for (int i = 0; i < N * W; ++i) {
-        s[0] += v[i] * v[i];
-        s[1] += g0[i] * ws[i] * v[i];
+      for (int j = 0; j < W; ++j) {
+        vk[j] = v[k * W + j];
+        gk[j] = g0[k * W + j] * ws[k * W + j];
       }
-      row_sums(s);
-      inv = rsqrtf(s[0] / d + a.eps);
-      mgn = s[1] * inv / d;
-    } else {
-      float s[1] = {0.f};
-#pragma unroll
-      for (int i = 0; i < N * W; ++i) s[0] += v[i];
-      row_sums(s);
-      mean = s[0] / d;
-      float t[3] = {0.f, 0.f, 0.f};
-#pragma unroll
-      for (int k = 0; k < N; ++k) {
-        if ((k * tpr + tx) * W >= d) continue;
-#pragma unroll
-        for (int j = 0; j < W; ++j) {
-          const int i = k * W + j;
-          const float cv = v[i] - mean, g = g0[i] * ws[i];
-          t[0] += cv * cv;
-          t[1] += g;
-          t[2] += g * cv;
-        }
-      }
-      row_sums(t);
-      inv = rsqrtf(t[0] / d + a.eps);
-      mg = t[1] / d;
-      mgn = t[2] * inv / d;
-    }
+    });
     if (!live) continue;
     T* dx = static_cast<T*>(a.out) + row * d;
 #pragma unroll
@@ -239,8 +394,8 @@ __global__ void __launch_bounds__(max_threads(N* W))
 #pragma unroll
       for (int j = 0; j < W; ++j) {
         const int i = k * W + j;
-        const float n = (v[i] - mean) * inv;
-        o[j] = inv * (g0[i] * ws[i] - mg - n * mgn);
+        const float n = (v[i] - r.mean) * r.inv;
+        o[j] = r.inv * (g0[i] * ws[i] - r.mg - n * r.mgn);
         if (a.w) acc_w[col + j] += g0[i] * round_to<T>(n);
         if (a.b) acc_b[col + j] += g0[i];
       }
@@ -257,6 +412,102 @@ __global__ void __launch_bounds__(max_threads(N* W))
       part[static_cast<int64_t>(blockIdx.x) * d + col] = t;
     }
   }
+}
+
+// The backward pass of Note [Staged norms]. Shared memory: the weight (d
+// elements, rounded up to 16 bytes; ones without one), then the stages, which
+// afterwards hold the block's sums, (which, threadIdx.y, d).
+template <typename T, int W, int N>
+__global__ void __launch_bounds__(256) norm_backward_staged_kernel(NormArgs a, int stages) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  extern __shared__ uint4 smem[];
+  const int tx = threadIdx.x, tpr = blockDim.x, d = a.d;
+  const int threads = tpr * blockDim.y, tid = threadIdx.y * tpr + tx;
+  const int weight_chunks = (d + W - 1) / W;
+  const T* wsm = reinterpret_cast<const T*>(smem);
+  const RowStage<T, W, N, 2> st{smem + weight_chunks,
+                                {static_cast<const T*>(a.x), static_cast<const T*>(a.cot)},
+                                stages,
+                                static_cast<int64_t>(blockIdx.x) * blockDim.y,
+                                static_cast<int64_t>(gridDim.x) * blockDim.y,
+                                a.rows,
+                                d,
+                                threads,
+                                tid};
+  for (int i = tid; i < weight_chunks; i += threads) {
+    if (a.w) {
+      smem[i] = static_cast<const uint4*>(a.w)[i];
+    } else {
+      Vec<T, W> one;
+#pragma unroll
+      for (int j = 0; j < W; ++j) one.v[j] = narrow<T>(1.f);
+      reinterpret_cast<Vec<T, W>*>(smem)[i] = one;
+    }
+  }
+  for (int i = 0; i < stages - 1; ++i) st.issue(i);
+  __syncthreads();  // the weight is in place
+  float acc_w[N * W] = {}, acc_b[N * W] = {};
+  for (int64_t i = 0; st.first + i * st.step < a.rows; ++i) {
+    st.issue(i + stages - 1);
+    st.wait();
+    auto get = [&](int k, float* v, float* g) {
+      float ws[W];
+      st.read(i, 0, k, v);
+      st.read(i, 1, k, g);
+      load<T, W>(wsm + (k * tpr + tx) * W, ws);
+#pragma unroll
+      for (int j = 0; j < W; ++j) g[j] *= ws[j];
+    };
+    const RowStats r = backward_stats<W, N>(a, get);
+    const int64_t row = st.first + i * st.step + threadIdx.y;
+    if (row >= a.rows) continue;
+    T* dx = static_cast<T*>(a.out) + row * d;
+#pragma unroll
+    for (int k = 0; k < N; ++k) {
+      const int col = (k * tpr + tx) * W;
+      if (col >= d) continue;
+      float v[W], g0[W], ws[W], o[W];
+      st.read(i, 0, k, v);
+      st.read(i, 1, k, g0);
+      load<T, W>(wsm + col, ws);
+#pragma unroll
+      for (int j = 0; j < W; ++j) {
+        const float n = (v[j] - r.mean) * r.inv;
+        o[j] = r.inv * (g0[j] * ws[j] - r.mg - n * r.mgn);
+        acc_w[k * W + j] += g0[j] * round_to<T>(n);
+        acc_b[k * W + j] += g0[j];
+      }
+      store<T, W>(dx + col, o);
+    }
+  }
+  mma::cp_async_wait<0>();
+  __syncthreads();  // every stage is read: they now hold the sums
+  float* red = reinterpret_cast<float*>(smem + weight_chunks);
+  const int sums = (a.w ? 1 : 0) + (a.b ? 1 : 0);
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    const int col = (k * tpr + tx) * W;
+    if (col >= d) continue;
+#pragma unroll
+    for (int j = 0; j < W; ++j) {
+      if (a.w) red[static_cast<int64_t>(threadIdx.y) * d + col + j] = acc_w[k * W + j];
+      if (a.b) {
+        red[static_cast<int64_t>((a.w ? blockDim.y : 0) + threadIdx.y) * d + col + j] =
+            acc_b[k * W + j];
+      }
+    }
+  }
+  __syncthreads();
+  for (int col = tid; col < d; col += threads) {
+    for (int which = 0; which < sums; ++which) {
+      const float* from = red + static_cast<int64_t>(which) * blockDim.y * d + col;
+      float t = 0.f;
+      for (int r = 0; r < blockDim.y; ++r) t += from[static_cast<int64_t>(r) * d];
+      float* part = which == 0 && a.w ? a.part_w : a.part_b;
+      part[static_cast<int64_t>(blockIdx.x) * d + col] = t;
+    }
+  }
+#endif
 }
 
 // out[c] = sum over the rows p < parts of part[p * d + c], in a block of 32 x 32.
@@ -341,61 +592,157 @@ struct BackwardKernel {
   static constexpr auto fn = norm_backward_kernel<T, W, N>;
 };
 
-// Blocks of a pass: the GPU filled once (sms multiprocessors), at most one
-// per group of rows.
+// Blocks of kernel fn (`threads` threads, `smem` bytes of dynamic shared
+// memory) that one multiprocessor holds, asked of the driver once per
+// configuration, not per launch; the first ask for fn lets its blocks take
+// as much shared memory as a block may (less what row_sums keeps).
+inline int resident_blocks(const void* fn, int threads, size_t smem,
+                           const cudaDeviceProp& props) {
+  static std::mutex mutex;
+  static std::map<std::tuple<const void*, int, size_t>, int> known;
+  static std::set<const void*> raised;
+  std::lock_guard lock(mutex);
+  auto [it, fresh] = known.try_emplace({fn, threads, smem}, 1);
+  if (!fresh) return it->second;
+  if (raised.insert(fn).second && props.sharedMemPerBlockOptin > 48 * 1024) {
+    cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                         static_cast<int>(props.sharedMemPerBlockOptin - 1024));
+  }
+  int per_sm = 1;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, threads, smem) != cudaSuccess) {
+    cudaGetLastError();
+    per_sm = 1;
+  }
+  it->second = std::max(per_sm, 1);
+  return it->second;
+}
+
+// Blocks of a pass: the GPU filled once, at most one per group of rows.
 template <typename T, template <typename, int, int> class K>
-int norm_blocks(const NormArgs& a, const NormLaunch& l, size_t smem, int sms) {
+int norm_blocks(const NormArgs& a, const NormLaunch& l, size_t smem, const cudaDeviceProp& props) {
   int per_sm = 1;
   with_kernel<T, K>(l, [&](auto k) {
-    if (smem > 48 * 1024) {
-      cudaFuncSetAttribute(decltype(k)::fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(smem));
-    }
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decltype(k)::fn, l.tpr * l.rpb, smem);
+    per_sm = resident_blocks(reinterpret_cast<const void*>(decltype(k)::fn), l.tpr * l.rpb, smem,
+                             props);
   });
   const int64_t groups = (a.rows + l.rpb - 1) / l.rpb;
   return static_cast<int>(
-      std::max<int64_t>(1, std::min<int64_t>(groups, int64_t{std::max(per_sm, 1)} * sms)));
+      std::max<int64_t>(1, std::min<int64_t>(groups, int64_t{per_sm} * props.multiProcessorCount)));
 }
 
-// One block per group of rpb rows.
+// The staged kernels where rows allow them (Note [Staged norms]), else
+// the plain ones (then never launched).
+template <typename T, int W, int N, bool Staged = W * sizeof(T) == 16>
+struct StagedKernels {
+  static constexpr auto forward = norm_forward_kernel<T, W, N>;
+  static constexpr auto backward = norm_backward_kernel<T, W, N>;
+};
+template <typename T, int W, int N>
+struct StagedKernels<T, W, N, true> {
+  static constexpr auto forward = norm_forward_staged_kernel<T, W, N>;
+  static constexpr auto backward = norm_backward_staged_kernel<T, W, N>;
+};
+template <typename T, int W, int N>
+struct StagedForwardKernel {
+  static constexpr auto fn = StagedKernels<T, W, N>::forward;
+};
+template <typename T, int W, int N>
+struct StagedBackwardKernel {
+  static constexpr auto fn = StagedKernels<T, W, N>::backward;
+};
+
+// How a pass runs: `stages` > 0 for a staged kernel (Note [Staged norms]),
+// its shared memory, and its blocks (the backward pass: the rows of partial
+// sums it writes).
+struct NormPlan {
+  int stages = 0;
+  size_t smem = 0;
+  int blocks = 0;
+};
+
+// The most stages (2 to 4) of `stage` bytes that fit beside `fixed` bytes and
+// hold at least `least` bytes; 0 where rows are not staged.
 template <typename T>
-cudaError_t norm_forward(const NormArgs& a, const NormLaunch& l, cudaStream_t s) {
+int norm_stages(const NormLaunch& l, const cudaDeviceProp& props, size_t fixed, size_t stage,
+                size_t least) {
+  // TESSERA_STAGED_NORMS=0 keeps the plain kernels (for comparisons).
+  static const bool on = [] {
+    const char* v = std::getenv("TESSERA_STAGED_NORMS");
+    return !v || std::string_view(v) != "0";
+  }();
+  if (!on || l.w * sizeof(T) != 16 || l.tpr * l.rpb > 256 || props.major < 8) return 0;
+  const size_t room = props.sharedMemPerBlockOptin - 1024;  // row_sums' own
+  for (int stages = 4; stages >= 2; --stages) {
+    if (fixed + stages * stage <= room && stages * stage >= least) return stages;
+  }
+  return 0;
+}
+
+template <typename T>
+NormPlan norm_forward_plan(const NormArgs& a, const NormLaunch& l, const cudaDeviceProp& props) {
+  NormPlan p;
+  const size_t stage = size_t{16} * l.tpr * l.rpb * l.n;
+  // Few rows (decoding) gain nothing from staging: one block per group.
+  const int64_t groups = (a.rows + l.rpb - 1) / l.rpb;
+  if (groups > int64_t{4} * props.multiProcessorCount) {
+    p.stages = norm_stages<T>(l, props, 0, stage, 0);
+  }
+  if (p.stages == 0) {
+    p.blocks = static_cast<int>((a.rows + l.rpb - 1) / l.rpb);
+    return p;
+  }
+  p.smem = p.stages * stage;
+  p.blocks = norm_blocks<T, StagedForwardKernel>(a, l, p.smem, props);
+  return p;
+}
+
+template <typename T>
+cudaError_t norm_forward(const NormArgs& a, const NormLaunch& l, const NormPlan& p,
+                         cudaStream_t s) {
   dim3 block(l.tpr, l.rpb);
-  const unsigned blocks = static_cast<unsigned>((a.rows + l.rpb - 1) / l.rpb);
-  with_kernel<T, ForwardKernel>(l, [&](auto k) { decltype(k)::fn<<<blocks, block, 0, s>>>(a); });
+  if (p.stages == 0) {
+    with_kernel<T, ForwardKernel>(
+        l, [&](auto k) { decltype(k)::fn<<<p.blocks, block, 0, s>>>(a, 0); });
+  } else {
+    with_kernel<T, StagedForwardKernel>(
+        l, [&](auto k) { decltype(k)::fn<<<p.blocks, block, p.smem, s>>>(a, p.stages); });
+  }
   return cudaGetLastError();
 }
 
-// Shared memory of the backward pass: the dweight and dbias sums wanted.
-inline size_t norm_backward_smem(const NormArgs& a, const NormLaunch& l) {
-  const int sums = (a.w ? 1 : 0) + (a.b ? 1 : 0);
-  return sizeof(float) * sums * l.rpb * l.tpr * l.n * l.w;
-}
-
-// Blocks of the backward pass (the rows of partial sums it writes).
 template <typename T>
-int norm_backward_blocks(const NormArgs& a, const NormLaunch& l, int sms) {
-  return norm_blocks<T, BackwardKernel>(a, l, norm_backward_smem(a, l), sms);
+NormPlan norm_backward_plan(const NormArgs& a, const NormLaunch& l, const cudaDeviceProp& props) {
+  NormPlan p;
+  const int sums = (a.w ? 1 : 0) + (a.b ? 1 : 0);
+  const size_t weight = sizeof(T) * ((a.d + l.w - 1) / l.w) * l.w;
+  const size_t stage = size_t{2} * 16 * l.tpr * l.rpb * l.n;
+  p.stages = norm_stages<T>(l, props, weight, stage, sizeof(float) * sums * l.rpb * a.d);
+  if (p.stages) {
+    p.smem = weight + p.stages * stage;
+    p.blocks = norm_blocks<T, StagedBackwardKernel>(a, l, p.smem, props);
+  } else {
+    p.smem = sizeof(float) * sums * l.rpb * l.tpr * l.n * l.w;
+    p.blocks = norm_blocks<T, BackwardKernel>(a, l, p.smem, props);
+  }
+  return p;
 }
 
-// a.part_w / a.part_b hold blocks * d floats each (where wanted); dw / db
+// a.part_w / a.part_b hold p.blocks * d floats each (where wanted); dw / db
 // receive the column sums.
 template <typename T>
-cudaError_t norm_backward(const NormArgs& a, const NormLaunch& l, int blocks, T* dw, T* db,
-                          cudaStream_t s) {
+cudaError_t norm_backward(const NormArgs& a, const NormLaunch& l, const NormPlan& p, T* dw,
+                          T* db, cudaStream_t s) {
   dim3 block(l.tpr, l.rpb);
-  const size_t smem = norm_backward_smem(a, l);
-  with_kernel<T, BackwardKernel>(l, [&](auto k) {
-    if (smem > 48 * 1024) {
-      cudaFuncSetAttribute(decltype(k)::fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(smem));
-    }
-    decltype(k)::fn<<<blocks, block, smem, s>>>(a);
-  });
+  // norm_backward_plan asked resident_blocks, which allowed the shared memory.
+  auto launch = [&](auto k) { decltype(k)::fn<<<p.blocks, block, p.smem, s>>>(a, p.stages); };
+  if (p.stages) {
+    with_kernel<T, StagedBackwardKernel>(l, launch);
+  } else {
+    with_kernel<T, BackwardKernel>(l, launch);
+  }
   const unsigned cols = static_cast<unsigned>((a.d + 31) / 32);
-  if (dw) column_sums_kernel<T><<<cols, dim3(32, 32), 0, s>>>(a.part_w, blocks, a.d, dw);
-  if (db) column_sums_kernel<T><<<cols, dim3(32, 32), 0, s>>>(a.part_b, blocks, a.d, db);
+  if (dw) column_sums_kernel<T><<<cols, dim3(32, 32), 0, s>>>(a.part_w, p.blocks, a.d, dw);
+  if (db) column_sums_kernel<T><<<cols, dim3(32, 32), 0, s>>>(a.part_b, p.blocks, a.d, db);
   return cudaGetLastError();
 }
 
