@@ -338,6 +338,12 @@ std::vector<array> array::outputs() const {
 
 void array::detach() { desc_->node = nullptr; }
 
+bool array::release_data_if_last() {
+  if (desc_.use_count() != 1 || desc_->node) return false;
+  desc_->data = nullptr;
+  return true;
+}
+
 namespace {
 std::atomic<int> g_tracing{0};
 }  // namespace

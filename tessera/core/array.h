@@ -178,6 +178,10 @@ class array {
   int position() const { return desc_->position; }
   // Drop primitive and inputs (after scheduling).
   void detach();
+  // The last handle of an array without a graph drops its data, whose buffer
+  // returns at once, and keeps the rest (Note [Retired arrays] in
+  // core/eval.cpp); true if it was the last handle.
+  bool release_data_if_last();
   // See Note [Tracers] in transforms/transforms.h: computed from the inputs of
   // a function being transformed, so its graph outlives evaluation.
   bool is_tracer() const { return desc_->tracer && in_tracing(); }

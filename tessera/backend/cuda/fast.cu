@@ -69,8 +69,7 @@ void forward(const std::vector<array>& inputs, int weight, int bias, bool rms, f
   n.args.out = gpu::allocate_output(out, s);
   dispatch_device_kernel(n.x.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const NormPlan plan = norm_forward_plan<T>(n.args, n.launch, gpu::properties());
-    TESSERA_CUDA_CHECK(norm_forward<T>(n.args, n.launch, plan, gpu::cuda_stream(s)));
+    TESSERA_CUDA_CHECK(norm_forward<T>(n.args, n.launch, gpu::cuda_stream(s)));
   });
 }
 

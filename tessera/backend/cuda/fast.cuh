@@ -15,9 +15,9 @@
 //     registers, N accesses of W elements each (W = 16 bytes of T when the
 //     row length and addresses allow, else 1); blockDim.y rows share a block
 //     when rows are short. Sums go through warp shuffles, and through shared
-//     memory across warps. Rows of 16-byte accesses stream through shared
-//     memory, several rows ahead (Note [Staged norms]); others are read
-//     straight into registers. The backward pass computes dx row by row and
+//     memory across warps. The backward pass reads rows of 16-byte accesses
+//     through shared memory, several rows ahead (Note [Staged norms]); other
+//     rows go straight into registers. It computes dx row by row and
 //     keeps each thread's share of dweight and dbias over the rows its block
 //     visits (a grid that fills the GPU once); each block writes one row of
 //     partial sums, and column_sums adds the blocks' rows up.
@@ -179,7 +179,7 @@ __device__ __forceinline__ void forward_row(const RowStats& r, T* y, const T* w,
 
 template <typename T, int W, int N>
 __global__ void __launch_bounds__(max_threads(N* W))
-    norm_forward_kernel(NormArgs a, int) {
+    norm_forward_kernel(NormArgs a) {
   const int tx = threadIdx.x, tpr = blockDim.x, d = a.d;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
   const bool live = row < a.rows;
@@ -206,16 +206,18 @@ __global__ void __launch_bounds__(max_threads(N* W))
 }
 
 // Note [Staged norms]
-// Rows of 16-byte accesses (W * sizeof(T) == 16) in blocks of at most 256
-// threads stream through shared memory: a grid that fills the GPU once
-// visits the rows, and each thread copies its own chunks of the rows
-// `stages - 1` steps ahead (cp.async), so that a block keeps that many rows
-// in flight while it computes one. The same thread reads back what it
+// In the backward pass, rows of 16-byte accesses (W * sizeof(T) == 16) in
+// blocks of at most 256 threads stream through shared memory: a grid that
+// fills the GPU once visits the rows, and each thread copies its own chunks
+// of the rows `stages - 1` steps ahead (cp.async), so that a block keeps that
+// many rows in flight while it computes one. The same thread reads back what it
 // copied, so waiting for its own copies is all the ordering it needs; a
 // stage is copied into again only after the thread has used what it read
-// from it. The forward pass streams x; the backward pass x and the
-// cotangent, with the weight in shared memory and the dweight and dbias sums
-// in registers (each thread keeps the same columns on every row).
+// from it. The backward pass streams x and the cotangent, with the weight in
+// shared memory and the dweight and dbias sums in registers (each thread
+// keeps the same columns on every row): 1.54 times the plain kernel for
+// rms_norm over 8192 x 8192 bf16 on an H100 (2000 against 1296 GB/s), 1.57
+// for layer_norm. The forward pass stays plain (see norm_forward).
 //
 // RowStage copies the rows of step i of a block into stage i % stages:
 // `inputs` arrays, each thread's N chunks of 16 bytes of each.
@@ -258,35 +260,6 @@ struct RowStage {
     load<T, W>(reinterpret_cast<const T*>(at(i, input, k)), v);
   }
 };
-
-template <typename T, int W, int N>
-__global__ void __launch_bounds__(256) norm_forward_staged_kernel(NormArgs a, int stages) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  extern __shared__ uint4 smem[];
-  const int threads = blockDim.x * blockDim.y;
-  const RowStage<T, W, N, 1> st{smem,
-                                {static_cast<const T*>(a.x)},
-                                stages,
-                                static_cast<int64_t>(blockIdx.x) * blockDim.y,
-                                static_cast<int64_t>(gridDim.x) * blockDim.y,
-                                a.rows,
-                                a.d,
-                                threads,
-                                static_cast<int>(threadIdx.y * blockDim.x + threadIdx.x)};
-  for (int i = 0; i < stages - 1; ++i) st.issue(i);
-  for (int64_t i = 0; st.first + i * st.step < a.rows; ++i) {
-    st.issue(i + stages - 1);
-    st.wait();
-    auto get = [&](int k, float* v) { st.read(i, 0, k, v); };
-    const RowStats r = forward_stats<W, N>(a, get);
-    const int64_t row = st.first + i * st.step + threadIdx.y;
-    if (row >= a.rows) continue;
-    forward_row<T, W, N>(r, static_cast<T*>(a.out) + row * a.d, static_cast<const T*>(a.w),
-                         static_cast<const T*>(a.b), a.d, get);
-  }
-  mma::cp_async_wait<0>();
-#endif
-}
 
 // The statistics of one row that dx needs: dx = inv * (g w - mg - n mgn),
 // n = (x - mean) inv. get(k, v, g) fills the thread's access k of the row:
@@ -630,29 +603,23 @@ int norm_blocks(const NormArgs& a, const NormLaunch& l, size_t smem, const cudaD
       std::max<int64_t>(1, std::min<int64_t>(groups, int64_t{per_sm} * props.multiProcessorCount)));
 }
 
-// The staged kernels where rows allow them (Note [Staged norms]), else
-// the plain ones (then never launched).
+// The staged backward kernel where rows allow it (Note [Staged norms]),
+// else the plain one (then never launched).
 template <typename T, int W, int N, bool Staged = W * sizeof(T) == 16>
-struct StagedKernels {
-  static constexpr auto forward = norm_forward_kernel<T, W, N>;
-  static constexpr auto backward = norm_backward_kernel<T, W, N>;
+struct StagedBackwardKernelOf {
+  static constexpr auto fn = norm_backward_kernel<T, W, N>;
 };
 template <typename T, int W, int N>
-struct StagedKernels<T, W, N, true> {
-  static constexpr auto forward = norm_forward_staged_kernel<T, W, N>;
-  static constexpr auto backward = norm_backward_staged_kernel<T, W, N>;
-};
-template <typename T, int W, int N>
-struct StagedForwardKernel {
-  static constexpr auto fn = StagedKernels<T, W, N>::forward;
+struct StagedBackwardKernelOf<T, W, N, true> {
+  static constexpr auto fn = norm_backward_staged_kernel<T, W, N>;
 };
 template <typename T, int W, int N>
 struct StagedBackwardKernel {
-  static constexpr auto fn = StagedKernels<T, W, N>::backward;
+  static constexpr auto fn = StagedBackwardKernelOf<T, W, N>::fn;
 };
 
-// How a pass runs: `stages` > 0 for a staged kernel (Note [Staged norms]),
-// its shared memory, and its blocks (the backward pass: the rows of partial
+// How the backward pass runs: `stages` > 0 for the staged kernel (Note
+// [Staged norms]), its shared memory, and its blocks (the rows of partial
 // sums it writes).
 struct NormPlan {
   int stages = 0;
@@ -678,35 +645,13 @@ int norm_stages(const NormLaunch& l, const cudaDeviceProp& props, size_t fixed, 
   return 0;
 }
 
+// One block per group of rpb rows. (Staging the forward pass measured slower
+// on an H100: 1949 against 2387 GB/s for rms_norm over 8192 x 8192 bf16.)
 template <typename T>
-NormPlan norm_forward_plan(const NormArgs& a, const NormLaunch& l, const cudaDeviceProp& props) {
-  NormPlan p;
-  const size_t stage = size_t{16} * l.tpr * l.rpb * l.n;
-  // Few rows (decoding) gain nothing from staging: one block per group.
-  const int64_t groups = (a.rows + l.rpb - 1) / l.rpb;
-  if (groups > int64_t{4} * props.multiProcessorCount) {
-    p.stages = norm_stages<T>(l, props, 0, stage, 0);
-  }
-  if (p.stages == 0) {
-    p.blocks = static_cast<int>((a.rows + l.rpb - 1) / l.rpb);
-    return p;
-  }
-  p.smem = p.stages * stage;
-  p.blocks = norm_blocks<T, StagedForwardKernel>(a, l, p.smem, props);
-  return p;
-}
-
-template <typename T>
-cudaError_t norm_forward(const NormArgs& a, const NormLaunch& l, const NormPlan& p,
-                         cudaStream_t s) {
+cudaError_t norm_forward(const NormArgs& a, const NormLaunch& l, cudaStream_t s) {
   dim3 block(l.tpr, l.rpb);
-  if (p.stages == 0) {
-    with_kernel<T, ForwardKernel>(
-        l, [&](auto k) { decltype(k)::fn<<<p.blocks, block, 0, s>>>(a, 0); });
-  } else {
-    with_kernel<T, StagedForwardKernel>(
-        l, [&](auto k) { decltype(k)::fn<<<p.blocks, block, p.smem, s>>>(a, p.stages); });
-  }
+  const unsigned blocks = static_cast<unsigned>((a.rows + l.rpb - 1) / l.rpb);
+  with_kernel<T, ForwardKernel>(l, [&](auto k) { decltype(k)::fn<<<blocks, block, 0, s>>>(a); });
   return cudaGetLastError();
 }
 
