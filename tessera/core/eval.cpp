@@ -74,26 +74,26 @@ class Retired {
     primitives_.push_back(std::move(p));
     return true;
   }
-  // Destroys what is retired, on the calling thread; the vectors keep their
-  // memory for the next round.
+  // Destroys what is retired, on the calling thread (several threads may
+  // drain at once: each destroys what it took).
   void drain() {
     if (empty_.load(std::memory_order_relaxed)) return;
+    std::vector<array> arrays;
+    std::vector<std::shared_ptr<Primitive>> primitives;
     {
       std::lock_guard l(mutex_);
-      std::swap(arrays_, dead_arrays_);
-      std::swap(primitives_, dead_primitives_);
+      arrays.swap(arrays_);
+      primitives.swap(primitives_);
       empty_.store(true, std::memory_order_relaxed);
     }
-    dead_arrays_.clear();
-    dead_primitives_.clear();
   }
   void mark_full() { empty_.store(false, std::memory_order_relaxed); }
 
  private:
   std::mutex mutex_;
   std::atomic<bool> empty_{true};
-  std::vector<array> arrays_, dead_arrays_;
-  std::vector<std::shared_ptr<Primitive>> primitives_, dead_primitives_;
+  std::vector<array> arrays_;
+  std::vector<std::shared_ptr<Primitive>> primitives_;
 };
 
 // Never destroyed: workers may retire objects until the process ends.

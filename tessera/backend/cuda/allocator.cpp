@@ -55,7 +55,14 @@ namespace {
 // call. Reuse on the same stream is safe without any event: the work that
 // used the block was queued on that stream before the free (or ordered
 // before it by an event). Other streams get memory from the pool, which
-// orders reuse across streams itself. The lists hold at most 256 MiB.
+// orders reuse across streams itself. The lists hold at most 256 MiB; a
+// block freed into full lists makes room by returning blocks of the list
+// that holds the most bytes (trim_lists_locked). Before, a full cache sent
+// every later free to cudaFreeAsync and every allocation of a size it did
+// not hold to cudaMallocAsync: after a 512-token prefill had filled it with
+// blocks of other sizes, each decoding step of a 1B model made some 60 of
+// each, 15% of the stream worker's host time on an H100
+// (bench/results/2026-12-07-gpu-h100-staged-norms-host-profile.md).
 //   A training step allocates some 900 blocks larger than that (activations,
 // gradients), at about 2 us of host time for cudaMallocAsync and 1.2 us for
 // cudaFreeAsync each on an H100 (bench/results/2026-12-07-gpu-h100-conv-
@@ -91,6 +98,29 @@ size_t block_size(size_t bytes) {
   return bytes;
 }
 
+// Returns cached blocks to the pool, from the list that holds the most
+// bytes, until `bytes` more fit under cache_max().
+void trim_lists_locked(size_t bytes) {
+  auto& st = state();
+  while (st.small_cached + bytes > cache_max() && !st.small_blocks.empty()) {
+    auto most = st.small_blocks.begin();
+    for (auto it = st.small_blocks.begin(); it != st.small_blocks.end(); ++it) {
+      if (it->first.second * it->second.size() > most->first.second * most->second.size()) {
+        most = it;
+      }
+    }
+    if (most->second.empty()) {
+      st.small_blocks.erase(most);
+      continue;
+    }
+    void* p = most->second.back();
+    most->second.pop_back();
+    st.small_cached -= most->first.second;
+    if (cudaFreeAsync(p, stream_locked(most->first.first)) != cudaSuccess) cudaGetLastError();
+    if (most->second.empty()) st.small_blocks.erase(most);
+  }
+}
+
 void release_small_blocks_locked() {
   auto& st = state();
   for (auto& [key, list] : st.small_blocks) {
@@ -117,7 +147,8 @@ void free_block_locked(void* p, size_t bytes, int index) {
   auto& st = state();
   size_t size = block_size(bytes);
   st.active -= std::min(st.active, bytes);
-  if (size <= cached_block_max() && st.small_cached + size <= cache_max()) {
+  if (size <= cached_block_max() && size <= cache_max()) {
+    if (st.small_cached + size > cache_max()) trim_lists_locked(size);
     st.small_blocks[{index, size}].push_back(p);
     st.small_cached += size;
     return;
