@@ -5,13 +5,15 @@ our function that was running, or that called into the driver or libc).
 Run it where the samples were taken, so that nm reads the same libraries.
 
     python3 bench/host_sampler_report.py FILE [--syms NAME=NM_FILE ...] [--own NAME] [--top N]
+                                         [--under NAME]
 
 --syms gives the functions of a library whose loaded copy was stripped, as
 `nm -C --defined-only` printed them from an unstripped copy (the GPU machine
 runs a stripped libtessera: `nm -C --defined-only build/libtessera.so.0 >
 libtessera.syms`). Others come from nm on the loaded file, its dynamic
 symbols where it is stripped; a sample is named by the nearest function at
-or below its address.
+or below its address. --under keeps the samples with a frame whose name
+contains NAME (the callers of a function: its inclusive list).
 """
 import argparse
 import bisect
@@ -96,6 +98,7 @@ def main():
     ap.add_argument("--syms", action="append", default=[])
     ap.add_argument("--own", default="libtessera")
     ap.add_argument("--top", type=int, default=30)
+    ap.add_argument("--under", help="only samples with a frame whose name contains this")
     args = ap.parse_args()
     syms = dict(x.split("=", 1) for x in args.syms)
     maps, samples, main_tid = parse(args.file)
@@ -105,8 +108,11 @@ def main():
     names = {pc: name(pc) for pc in {pc for _, pcs in samples for pc in pcs}}
     by_thread = collections.defaultdict(list)
     for tid, pcs in samples:
-        by_thread[tid].append([names[pc] for pc in pcs])
-    total = len(samples)
+        stack = [names[pc] for pc in pcs]
+        if args.under and not any(args.under in f for f in stack):
+            continue
+        by_thread[tid].append(stack)
+    total = sum(len(v) for v in by_thread.values())
     print("%d samples" % total)
     for tid, stacks in sorted(by_thread.items(), key=lambda kv: -len(kv[1])):
         if len(stacks) < max(10, total // 50):

@@ -57,12 +57,12 @@ namespace {
 // before it by an event). Other streams get memory from the pool, which
 // orders reuse across streams itself. The lists hold at most 256 MiB; a
 // block freed into full lists makes room by returning blocks of the list
-// that holds the most bytes (trim_lists_locked). Before, a full cache sent
-// every later free to cudaFreeAsync and every allocation of a size it did
-// not hold to cudaMallocAsync: after a 512-token prefill had filled it with
-// blocks of other sizes, each decoding step of a 1B model made some 60 of
-// each, 15% of the stream worker's host time on an H100
-// (bench/results/2026-12-07-gpu-h100-staged-norms-host-profile.md).
+// that holds the most bytes (trim_lists_locked), so that full lists do not
+// send every later free and allocation to the pool. (While the bound read
+// 256 bytes by mistake, the lists kept nothing: cudaMallocAsync and
+// cudaFreeAsync took 17% of the stream worker's host time in a decoding step
+// of a 1B model on an H100, bench/results/2026-12-07-gpu-h100-staged-norms-
+// host-profile.md.)
 //   A training step allocates some 900 blocks larger than that (activations,
 // gradients), at about 2 us of host time for cudaMallocAsync and 1.2 us for
 // cudaFreeAsync each on an H100 (bench/results/2026-12-07-gpu-h100-conv-
@@ -74,12 +74,12 @@ namespace {
 constexpr size_t kSmallBlock = size_t{1} << 20;
 constexpr size_t kLargeGrain = size_t{64} << 10;
 
-size_t env_mib(const char* name, size_t fallback) {
+// Bytes: the variable's value in MiB, else fallback_mib MiB.
+size_t env_mib(const char* name, size_t fallback_mib) {
   const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
   char* end = nullptr;
-  const unsigned long long mib = std::strtoull(v, &end, 10);
-  return end && *end == 0 ? static_cast<size_t>(mib) << 20 : fallback;
+  const unsigned long long mib = v && *v ? std::strtoull(v, &end, 10) : 0;
+  return static_cast<size_t>(end && *end == 0 ? mib : fallback_mib) << 20;
 }
 
 // The largest block the lists take, and their total.
