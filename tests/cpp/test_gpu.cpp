@@ -255,6 +255,27 @@ TEST(Residency, MemoryStatsCountDeviceMemory) {
   EXPECT_EQ(y.data<float>()[12345], 2.f);
 }
 
+// Note [Small blocks] in backend/cuda/allocator.cpp: a freed block of up to
+// 1 MiB waits in its stream's list, counted as cache memory, and the next
+// allocation of its size on that stream takes it back.
+TEST(Residency, SmallBlocksAreKeptForReuse) {
+  REQUIRE_GPU();
+  synchronize();
+  clear_cache();
+  const size_t before = get_cache_memory();
+  {
+    array a = full({1000}, 1.f, float32, Device::gpu);
+    eval(a);
+    EXPECT_EQ(a.data<float>()[999], 1.f);
+  }
+  const size_t kept = get_cache_memory();
+  EXPECT_GE(kept, before + 4096) << "a freed block of 4000 bytes was not kept";
+  array b = full({1000}, 2.f, float32, Device::gpu);
+  eval(b);
+  EXPECT_LE(get_cache_memory() + 4096, kept + 256) << "the block was not taken back";
+  EXPECT_EQ(b.data<float>()[999], 2.f);
+}
+
 TEST(Residency, BorrowedDeviceMemoryIsReadNotWrittenNorEvicted) {
   // Device memory that another library owns (here: a Tessera export, as a
   // DLPack consumer would hold it) imported without a copy: GPU ops read it,
