@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <barrier>
 #include <functional>
 #include <string>
@@ -122,6 +123,21 @@ TEST(Threads, ErrorsStayWithTheirArrays) {
               }),
               0);
   }
+}
+
+// Note [Retired arrays] in core/eval.cpp: a stream worker leaves the small
+// objects of a finished task's inputs for later, but their buffers return at
+// once, before the evaluation is waited for.
+TEST(Threads, WorkerReturnsTheBuffersOfFinishedInputs) {
+  Stream s = new_stream(Device::cpu);
+  const size_t before = get_active_memory();
+  const int n = 1 << 22;  // exp's output: 16 MiB, read once by sum
+  array total = sum(exp(full({n}, 0.5f, float32, s), s), false, s);
+  async_eval({total});
+  total.wait();
+  EXPECT_LT(get_active_memory(), before + (size_t{1} << 20))
+      << "the 16 MiB input of sum is still held after the evaluation";
+  EXPECT_NEAR(total.item<float>(), n * std::exp(0.5f), n * std::exp(0.5f) * 1e-4);
 }
 
 }  // namespace
