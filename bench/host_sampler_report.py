@@ -5,7 +5,7 @@ our function that was running, or that called into the driver or libc).
 Run it where the samples were taken, so that nm reads the same libraries.
 
     python3 bench/host_sampler_report.py FILE [--syms NAME=NM_FILE ...] [--own NAME] [--top N]
-                                         [--under NAME]
+                                         [--under NAME] [--all]
 
 --syms gives the functions of a library whose loaded copy was stripped, as
 `nm -C --defined-only` printed them from an unstripped copy (the GPU machine
@@ -13,7 +13,10 @@ runs a stripped libtessera: `nm -C --defined-only build/libtessera.so.0 >
 libtessera.syms`). Others come from nm on the loaded file, its dynamic
 symbols where it is stripped; a sample is named by the nearest function at
 or below its address. --under keeps the samples with a frame whose name
-contains NAME (the callers of a function: its inclusive list).
+contains NAME (the callers of a function: its inclusive list). Threads are
+listed main thread first, then stream workers, the CPU thread pool and
+others; a thread that spent nearly all its samples outside Tessera's code
+(idle) is left out unless --all.
 """
 import argparse
 import bisect
@@ -99,6 +102,7 @@ def main():
     ap.add_argument("--own", default="libtessera")
     ap.add_argument("--top", type=int, default=30)
     ap.add_argument("--under", help="only samples with a frame whose name contains this")
+    ap.add_argument("--all", action="store_true", help="threads that stayed idle too")
     args = ap.parse_args()
     syms = dict(x.split("=", 1) for x in args.syms)
     maps, samples, main_tid = parse(args.file)
@@ -114,12 +118,29 @@ def main():
         by_thread[tid].append(stack)
     total = sum(len(v) for v in by_thread.values())
     print("%d samples" % total)
-    for tid, stacks in sorted(by_thread.items(), key=lambda kv: -len(kv[1])):
-        if len(stacks) < max(10, total // 50):
+
+    def kind(tid, stacks):
+        if tid == main_tid:
+            return "main thread"
+        if any("StreamWorker" in f for s in stacks[:50] for f in s):
+            return "stream worker"
+        if any("ThreadPool" in f for s in stacks[:50] for f in s):
+            return "CPU thread pool"
+        return "other"
+
+    order = {"main thread": 0, "stream worker": 1, "CPU thread pool": 2, "other": 3}
+    threads = sorted(by_thread.items(), key=lambda kv: (order[kind(*kv)], -len(kv[1])))
+    for tid, stacks in threads:
+        label = kind(tid, stacks)
+        # A thread that ran no task nor any of our code in its samples is idle.
+        busy = sum(1 for s in stacks if any(
+            "NodeTask" in f or ("libtessera" in f and "_State_impl" not in f) for f in s))
+        if len(stacks) < max(10, total // 200) or (label != "main thread" and not args.all
+                                                   and busy < len(stacks) // 20):
             continue
         n = len(stacks)
-        label = "main thread" if tid == main_tid else "thread %d" % tid
-        print("\n## %s: %d samples (%.0f%%)" % (label, n, 100.0 * n / total))
+        print("\n## %s %d: %d samples (%.0f%%), %.0f%% of them in Tessera's code" %
+              (label, tid, n, 100.0 * n / total, 100.0 * busy / n))
         self_count = collections.Counter(s[0] for s in stacks if s)
         incl = collections.Counter()
         own = collections.Counter()
