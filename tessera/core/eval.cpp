@@ -58,21 +58,22 @@ class Retired {
  public:
   static constexpr size_t kMaxRetired = size_t{1} << 16;
 
-  // Takes a (moved) input of a finished task: its last handle keeps no data.
-  // False where the caller should drop it itself.
-  bool take(array& a) {
-    if (!a.release_data_if_last()) return false;
+  // Takes (moves) an input of a finished task that is its last handle, after
+  // dropping its data, or the task's primitive if no one else holds it;
+  // leaves the caller anything else to drop.
+  void take(array& a) {
+    if (!a.release_data_if_last()) return;
     std::lock_guard l(mutex_);
-    if (arrays_.size() >= kMaxRetired) return false;
+    if (arrays_.size() >= kMaxRetired) return;
     arrays_.push_back(std::move(a));
-    return true;
+    empty_.store(false, std::memory_order_relaxed);
   }
-  bool take(std::shared_ptr<Primitive>& p) {
-    if (p.use_count() != 1) return false;
+  void take(std::shared_ptr<Primitive>& p) {
+    if (p.use_count() != 1) return;
     std::lock_guard l(mutex_);
-    if (primitives_.size() >= kMaxRetired) return false;
+    if (primitives_.size() >= kMaxRetired) return;
     primitives_.push_back(std::move(p));
-    return true;
+    empty_.store(false, std::memory_order_relaxed);
   }
   // Destroys what is retired, on the calling thread (several threads may
   // drain at once: each destroys what it took).
@@ -87,7 +88,6 @@ class Retired {
       empty_.store(true, std::memory_order_relaxed);
     }
   }
-  void mark_full() { empty_.store(false, std::memory_order_relaxed); }
 
  private:
   std::mutex mutex_;
@@ -253,9 +253,8 @@ struct NodeTask {
     // Release inputs before publishing outputs so their memory returns first.
     if (scheduler::current_stream_index() >= 0) {
       Retired& r = retired();
-      bool any = r.take(primitive);
-      for (auto& in : inputs) any = r.take(in) || any;
-      if (any) r.mark_full();
+      r.take(primitive);
+      for (auto& in : inputs) r.take(in);
     }
     inputs.clear();
     primitive.reset();

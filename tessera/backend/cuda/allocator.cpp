@@ -98,6 +98,12 @@ size_t block_size(size_t bytes) {
   return bytes;
 }
 
+// Returns block p, last used on stream `index`, to the pool (never throws:
+// frees run in destructors).
+void pool_free_locked(void* p, int index) {
+  if (cudaFreeAsync(p, stream_locked(index)) != cudaSuccess) cudaGetLastError();
+}
+
 // Returns cached blocks to the pool, from the list that holds the most
 // bytes, until `bytes` more fit under cache_max().
 void trim_lists_locked(size_t bytes) {
@@ -116,7 +122,7 @@ void trim_lists_locked(size_t bytes) {
     void* p = most->second.back();
     most->second.pop_back();
     st.small_cached -= most->first.second;
-    if (cudaFreeAsync(p, stream_locked(most->first.first)) != cudaSuccess) cudaGetLastError();
+    pool_free_locked(p, most->first.first);
     if (most->second.empty()) st.small_blocks.erase(most);
   }
 }
@@ -124,9 +130,7 @@ void trim_lists_locked(size_t bytes) {
 void release_small_blocks_locked() {
   auto& st = state();
   for (auto& [key, list] : st.small_blocks) {
-    for (void* p : list) {
-      if (cudaFreeAsync(p, stream_locked(key.first)) != cudaSuccess) cudaGetLastError();
-    }
+    for (void* p : list) pool_free_locked(p, key.first);
   }
   st.small_blocks.clear();
   st.small_cached = 0;
@@ -153,8 +157,7 @@ void free_block_locked(void* p, size_t bytes, int index) {
     st.small_cached += size;
     return;
   }
-  cudaError_t err = cudaFreeAsync(p, stream_locked(index));
-  if (err != cudaSuccess) cudaGetLastError();  // frees never throw (destructors)
+  pool_free_locked(p, index);
 }
 
 void* device_alloc_locked(size_t bytes, int index, bool evict) {

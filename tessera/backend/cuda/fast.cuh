@@ -114,69 +114,6 @@ __device__ __forceinline__ void row_sums(float (&v)[K]) {
 // Threads that hold 16 floats of a row or more run in blocks of at most 512.
 constexpr int max_threads(int floats) { return floats >= 16 ? 512 : 1024; }
 
-// What a row's output needs: the mean (layer_norm) and inv = 1 / sqrt(variance
-// + eps); the backward pass also mg and mgn (backward_stats).
-struct RowStats {
-  float mean = 0.f, inv = 0.f, mg = 0.f, mgn = 0.f;
-};
-
-// The mean (layer_norm) and 1 / sqrt(variance + eps) of one row; get(k, v)
-// fills the thread's access k of the row (zeros past the row).
-template <int W, int N, typename Get>
-__device__ __forceinline__ RowStats forward_stats(const NormArgs& a, Get&& get) {
-  const int tx = threadIdx.x, tpr = blockDim.x, d = a.d;
-  RowStats r;
-  if (!a.rms) {
-    float s[1] = {0.f};
-#pragma unroll
-    for (int k = 0; k < N; ++k) {
-      float v[W];
-      get(k, v);
-#pragma unroll
-      for (int j = 0; j < W; ++j) s[0] += v[j];
-    }
-    row_sums(s);
-    r.mean = s[0] / d;
-  }
-  float q[1] = {0.f};
-#pragma unroll
-  for (int k = 0; k < N; ++k) {
-    if ((k * tpr + tx) * W >= d) continue;
-    float v[W];
-    get(k, v);
-#pragma unroll
-    for (int j = 0; j < W; ++j) q[0] += (v[j] - r.mean) * (v[j] - r.mean);
-  }
-  row_sums(q);
-  r.inv = rsqrtf(q[0] / d + a.eps);
-  return r;
-}
-
-// Writes the thread's part of output row y from its values (get, as above)
-// and the weight and bias (null where absent).
-template <typename T, int W, int N, typename Get>
-__device__ __forceinline__ void forward_row(const RowStats& r, T* y, const T* w, const T* b,
-                                            int d, Get&& get) {
-  const int tx = threadIdx.x, tpr = blockDim.x;
-#pragma unroll
-  for (int k = 0; k < N; ++k) {
-    const int col = (k * tpr + tx) * W;
-    if (col >= d) continue;
-    float v[W], o[W], ws[W], bs[W];
-    get(k, v);
-    if (w) load<T, W>(w + col, ws);
-    if (b) load<T, W>(b + col, bs);
-#pragma unroll
-    for (int j = 0; j < W; ++j) {
-      float n = round_to<T>((v[j] - r.mean) * r.inv);
-      if (w) n = round_to<T>(n * ws[j]);
-      if (b) n = n + bs[j];
-      o[j] = n;
-    }
-    store<T, W>(y + col, o);
-  }
-}
-
 template <typename T, int W, int N>
 __global__ void __launch_bounds__(max_threads(N* W))
     norm_forward_kernel(NormArgs a) {
@@ -195,15 +132,50 @@ __global__ void __launch_bounds__(max_threads(N* W))
       for (int j = 0; j < W; ++j) v[k * W + j] = 0.f;
     }
   }
-  auto get = [&](int k, float* vk) {
+  float mean = 0.f;
+  if (!a.rms) {
+    float s[1] = {0.f};
 #pragma unroll
-    for (int j = 0; j < W; ++j) vk[j] = v[k * W + j];
-  };
-  const RowStats r = forward_stats<W, N>(a, get);
+    for (int i = 0; i < N * W; ++i) s[0] += v[i];
+    row_sums(s);
+    mean = s[0] / d;
+  }
+  float q[1] = {0.f};
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    if ((k * tpr + tx) * W >= d) continue;
+#pragma unroll
+    for (int j = 0; j < W; ++j) q[0] += (v[k * W + j] - mean) * (v[k * W + j] - mean);
+  }
+  row_sums(q);
+  const float inv = rsqrtf(q[0] / d + a.eps);
   if (!live) return;
-  forward_row<T, W, N>(r, static_cast<T*>(a.out) + row * d, static_cast<const T*>(a.w),
-                       static_cast<const T*>(a.b), d, get);
+  T* y = static_cast<T*>(a.out) + row * d;
+  const T* w = static_cast<const T*>(a.w);
+  const T* b = static_cast<const T*>(a.b);
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    const int col = (k * tpr + tx) * W;
+    if (col >= d) continue;
+    float o[W], ws[W], bs[W];
+    if (w) load<T, W>(w + col, ws);
+    if (b) load<T, W>(b + col, bs);
+#pragma unroll
+    for (int j = 0; j < W; ++j) {
+      float n = round_to<T>((v[k * W + j] - mean) * inv);
+      if (w) n = round_to<T>(n * ws[j]);
+      if (b) n = n + bs[j];
+      o[j] = n;
+    }
+    store<T, W>(y + col, o);
+  }
 }
+
+// What dx of a row needs (backward_stats): dx = inv * (g w - mg - n mgn),
+// n = (x - mean) inv.
+struct RowStats {
+  float mean = 0.f, inv = 0.f, mg = 0.f, mgn = 0.f;
+};
 
 // Note [Staged norms]
 // In the backward pass, rows of 16-byte accesses (W * sizeof(T) == 16) in
@@ -261,9 +233,9 @@ struct RowStage {
   }
 };
 
-// The statistics of one row that dx needs: dx = inv * (g w - mg - n mgn),
-// n = (x - mean) inv. get(k, v, g) fills the thread's access k of the row:
-// W values of x and of the cotangent times the weight (zeros past the row).
+// The RowStats of one row: get(k, v, g) fills the thread's access k of the
+// row, W values of x and of the cotangent times the weight (zeros past the
+// row).
 
 template <int W, int N, typename Get>
 __device__ __forceinline__ RowStats backward_stats(const NormArgs& a, Get&& get) {
