@@ -207,9 +207,18 @@ array normalize_bools(const array& a) {
 
 array copy_of(void* first, const Shape& shape, Strides strides, Dtype dtype, Device device,
               std::function<void()> release) {
+  // A large host array is copied where it will be used: with the GPU the
+  // default device, the copy is made there, its source uploaded straight
+  // from the host memory (Note [Uploads through pinned memory] in
+  // backend/cuda/residency.cpp) rather than copied into host memory first
+  // and uploaded at its first use.
+  constexpr int64_t kCopyOnGpuBytes = int64_t{16} << 20;
+  const bool copy_on_gpu = device == Device::gpu ||
+                           (default_device() == Device::gpu &&
+                            shape_size(shape) * static_cast<int64_t>(dtype.size) >= kCopyOnGpuBytes);
   if (shape_size(shape) > 0 && is_aligned(first, dtype)) {
     array a = tessera::copy(array::borrow(first, shape, strides, dtype, device, std::move(release)),
-                            device);
+                            copy_on_gpu ? Device::gpu : Device::cpu);
     {
       nb::gil_scoped_release nogil;
       a.eval();

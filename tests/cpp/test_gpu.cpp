@@ -276,6 +276,31 @@ TEST(Residency, SmallBlocksAreKeptForReuse) {
   EXPECT_EQ(b.data<float>()[999], 2.f);
 }
 
+TEST(Residency, PageableHostMemoryGoesUpWholeThroughPinnedPieces) {
+  // Borrowed pageable memory of several pieces of the pinned upload ring
+  // (Note [Uploads through pinned memory]), not a multiple of a piece: every
+  // element arrives, a host write between two uploads is seen by the second,
+  // and the memory can be released as soon as the first upload returns.
+  REQUIRE_GPU();
+  const int n = (10 << 20) + 7;  // 40 MiB and 28 bytes of float32
+  std::vector<float> v = iota_values(n, 1.f);
+  bool released = false;
+  array x(v.data(), {n}, float32, [&](void*) { released = true; });
+  array y = multiply(x, array(2.f), Device::gpu);
+  eval(y);
+  const float* py = y.data<float>();
+  for (int i = 0; i < n; i += 4099) ASSERT_EQ(py[i], 2 * v[i]) << i;
+  EXPECT_EQ(py[n - 1], 2 * v[n - 1]);
+  float* px = x.data<float>();  // a host write: the device copy is stale
+  for (int i = n - 5; i < n; ++i) px[i] = -1.f;
+  array tail = slice(multiply(x, array(3.f), Device::gpu), {n - 6}, {n});
+  eval(tail);
+  EXPECT_EQ(tail.data<float>()[0], 3 * v[n - 6]);
+  for (int i = 1; i < 6; ++i) EXPECT_EQ(tail.data<float>()[i], -3.f) << i;
+  x = array(0.f);
+  EXPECT_TRUE(released);
+}
+
 TEST(Residency, BorrowedDeviceMemoryIsReadNotWrittenNorEvicted) {
   // Device memory that another library owns (here: a Tessera export, as a
   // DLPack consumer would hold it) imported without a copy: GPU ops read it,

@@ -156,6 +156,27 @@ def test_unaligned_memory_is_copied_unless_copy_false():
         mx.from_dlpack(n, copy=False)
 
 
+def test_large_host_arrays_are_copied_and_borrowed_whole(device, rng):
+    """Arrays of several pieces of the GPU's pinned upload ring (16 MiB), and
+    not a multiple of it, on the default device: mx.array copies what the
+    source holds at the call, mx.asarray reads the source itself."""
+    n = rng.standard_normal((6 << 20) + 3).astype(np.float32)
+    kept = n.copy()
+    a = mx.array(n)
+    n[:] = 0  # after the copy
+    np.testing.assert_array_equal(np.array(a), kept)
+    np.testing.assert_array_equal(np.array(mx.array(kept[::-3])), kept[::-3])
+    b = mx.asarray(kept)
+    np.testing.assert_allclose(mx.sum(b * 2).item(), 2 * kept.astype(np.float64).sum(),
+                               rtol=1e-4)
+    np.testing.assert_array_equal(np.array(mx.maximum(b, 0.5)), np.maximum(kept, 0.5))
+    # Bool bytes other than 0 and 1 read as True after the copy too.
+    raw = (rng.integers(0, 3, 20 << 20).astype(np.uint8)) * 2
+    flags = mx.array(raw.view(np.bool_))
+    assert flags.dtype == mx.bool_
+    assert mx.sum(flags).item() == np.count_nonzero(raw)
+
+
 def test_buffer_protocol_imports_copy():
     n = np.arange(24, dtype=np.int16).reshape(4, 6)
     for src, want in [(memoryview(n[:, ::2]), n[:, ::2]), (memoryview(n[::-1]), n[::-1]),

@@ -34,8 +34,12 @@ class ThreadPool {
   int size() const { return static_cast<int>(threads_.size()); }
 
   // Runs job(i) for i in [0, jobs) on the pool and this thread; waits for all.
-  void run_jobs(int jobs, const std::function<void(int)>& job) {
-    std::unique_lock submit(submit_mutex_);  // one parallel region at a time
+  // Returns false, running nothing, when `wait` is false and another region
+  // holds the pool.
+  bool run_jobs(int jobs, const std::function<void(int)>& job, bool wait = true) {
+    std::unique_lock submit(submit_mutex_, std::defer_lock);  // one parallel region at a time
+    if (!wait && !submit.try_lock()) return false;
+    if (wait) submit.lock();
     std::atomic<int> next{0};
     std::atomic<int> done{0};
     std::exception_ptr error;
@@ -69,6 +73,7 @@ class ThreadPool {
       idle_cv_.wait(l, [&] { return busy_ == 0; });
     }
     if (error) std::rethrow_exception(error);
+    return true;
   }
 
  private:
@@ -118,7 +123,9 @@ ThreadPool& pool() {
 
 int num_threads() { return pool().size() + 1; }
 
-void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& f) {
+namespace {
+
+void split(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& f, bool wait) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
   int threads = num_threads();
@@ -128,11 +135,23 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
   }
   int64_t chunks = std::min<int64_t>(threads, n / grain);
   int64_t per = (n + chunks - 1) / chunks;
-  pool().run_jobs(static_cast<int>(chunks), [&](int i) {
+  bool ran = pool().run_jobs(static_cast<int>(chunks), [&](int i) {
     int64_t b = i * per;
     int64_t e = std::min(n, b + per);
     if (b < e) f(b, e);
-  });
+  }, wait);
+  if (!ran) f(0, n);
+}
+
+}  // namespace
+
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& f) {
+  split(n, grain, f, /*wait=*/true);
+}
+
+void parallel_for_if_idle(int64_t n, int64_t grain,
+                          const std::function<void(int64_t, int64_t)>& f) {
+  split(n, grain, f, /*wait=*/false);
 }
 
 }  // namespace tessera::cpu

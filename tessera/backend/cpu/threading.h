@@ -16,4 +16,11 @@ int num_threads();
 // pool thread. Rethrows the first exception a chunk threw.
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& f);
 
+// The same, but runs f(0, n) inline instead of waiting while another thread's
+// parallel region holds the pool: for a caller that holds a lock which a job
+// of that region might take (the GPU state's mutex), where waiting could
+// deadlock.
+void parallel_for_if_idle(int64_t n, int64_t grain,
+                          const std::function<void(int64_t, int64_t)>& f);
+
 }  // namespace tessera::cpu

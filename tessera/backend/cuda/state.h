@@ -37,6 +37,8 @@
 // - free_events: events not in use, owned here and never destroyed. An event
 //   taken by take_event_locked belongs to its taker until give_event_locked,
 //   a buffer's upload_event until finish_upload_locked.
+// - staging, upload_slots: pinned host memory (and its events), owned, made on
+//   first use, never freed.
 // - tiny: the pending tiny ops of each stream index (Note [Tiny ops]), owned.
 // - counters: the zeroed counters of each stream index (zeroed_counters),
 //   made on first use, never freed.
@@ -84,6 +86,9 @@ struct CudaState {
   std::vector<unsigned*> counters;
   // Pinned slots for small downloads (Note [Downloads through pinned memory]).
   std::vector<void*> staging;
+  // Pinned slots for large uploads and the events of their last copies (Note
+  // [Uploads through pinned memory]); empty until the first such upload.
+  std::vector<std::pair<void*, cudaEvent_t>> upload_slots;
   allocator::BufferStorage* lru_head = nullptr;
   allocator::BufferStorage* lru_tail = nullptr;
   // Free small blocks by (stream index, block size), see Note [Small blocks].
