@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "tessera/backend/cpu/threading.h"
 #include "tessera/tessera.h"
 #include "tessera/transforms/compile.h"
 
@@ -141,3 +142,39 @@ TEST(Threads, WorkerReturnsTheBuffersOfFinishedInputs) {
 }
 
 }  // namespace
+
+TEST(Threads, ParallelForIfIdleRunsInlineWhileThePoolIsTaken) {
+  // A caller holding a lock that a pool job may wait for (the GPU state's
+  // mutex during an upload) must not wait for the pool: while another
+  // thread's parallel region holds it, parallel_for_if_idle runs every chunk
+  // on the calling thread, and when the pool is free it splits the work.
+  if (cpu::num_threads() < 2) GTEST_SKIP() << "needs a pool";
+  std::atomic<bool> entered{false}, release{false};
+  std::thread holder([&] {
+    cpu::parallel_for(cpu::num_threads(), 1, [&](int64_t, int64_t) {
+      entered = true;
+      while (!release) std::this_thread::yield();
+    });
+  });
+  while (!entered) std::this_thread::yield();
+  const auto self = std::this_thread::get_id();
+  std::vector<int> seen(1 << 16, 0);
+  std::atomic<int> elsewhere{0};
+  cpu::parallel_for_if_idle(static_cast<int64_t>(seen.size()), 1024, [&](int64_t b, int64_t e) {
+    if (std::this_thread::get_id() != self) ++elsewhere;
+    for (int64_t i = b; i < e; ++i) seen[i] += 1;
+  });
+  release = true;
+  holder.join();
+  EXPECT_EQ(elsewhere.load(), 0);
+  for (size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i], 1) << i;
+  // The pool free again: the chunks are spread over its threads.
+  std::atomic<int> chunks{0};
+  std::fill(seen.begin(), seen.end(), 0);
+  cpu::parallel_for_if_idle(static_cast<int64_t>(seen.size()), 1024, [&](int64_t b, int64_t e) {
+    ++chunks;
+    for (int64_t i = b; i < e; ++i) seen[i] += 1;
+  });
+  EXPECT_GT(chunks.load(), 1);
+  for (size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i], 1) << i;
+}
