@@ -1,12 +1,13 @@
 """A NumPy array of 1 GiB (float32, pageable memory, as a user has it) made an
-array of the framework and summed on the GPU, end to end: what issue of host data
-at bus speed measures. One framework per process:
+array of the framework and summed on the GPU, end to end: how fast host data
+reaches the GPU. One framework per process:
 
     python3 bench/host_to_gpu.py tessera|mlx|torch
 
 Prints JSON lines (bench/measure.py), bytes of the NumPy array per second:
 `array` (mx.array(n), a copy; PyTorch: torch.from_numpy(n).cuda()), and for the
-MLX API `asarray` (mx.asarray(n))."""
+MLX API `asarray` (mx.asarray(n)) and, where the framework has it, `from_dlpack`
+(mx.from_dlpack(n): NumPy's DLPack export of host memory)."""
 import sys
 
 import numpy as np
@@ -31,7 +32,10 @@ def main():
     else:
         import mlx.core as mx
     mx.set_default_device(mx.gpu)
-    for name, make in [("array", mx.array), ("asarray", mx.asarray)]:
+    makers = [("array", mx.array), ("asarray", mx.asarray)]
+    if hasattr(mx, "from_dlpack"):
+        makers.append(("from_dlpack", mx.from_dlpack))
+    for name, make in makers:
         def run():
             return mx.sum(make(host)).item()
         report(f"host_to_gpu_sum_1GiB_{name}", time_median(run, 5, 1), host.nbytes, "byte")
