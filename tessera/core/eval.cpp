@@ -340,6 +340,30 @@ NodeTask grouped_task(Tape& tape, const std::vector<size_t>& members) {
   return task;
 }
 
+// One task for a pair of nodes (Note [Fused pairs] in core/grouped.h): their
+// outputs, the first's inputs and then the second's (of an add_norm, all but
+// its x, which is the first's output).
+NodeTask pair_task(Tape& tape, const TaskGroup& group) {
+  NodeTask task;
+  std::shared_ptr<Primitive> primitives[2];
+  int first_arity = 0;
+  for (size_t m = 0; m < 2; ++m) {
+    array arr = std::move(tape[group.members[m]]);
+    auto* n = arr.node();
+    const size_t skip = m == 1 && group.kind == GroupKind::add_norm ? 1 : 0;
+    if (m == 0) first_arity = static_cast<int>(n->inputs.size());
+    for (size_t j = skip; j < n->inputs.size(); ++j) task.inputs.push_back(std::move(n->inputs[j]));
+    primitives[m] = std::move(n->primitive);
+    arr.set_status(ArrayStatus::scheduled);
+    arr.detach();
+    task.outputs.push_back(std::move(arr));
+  }
+  const Stream stream = primitives[0]->stream();
+  task.primitive = std::make_shared<FusedPair>(stream, group.kind, std::move(primitives[0]),
+                                               std::move(primitives[1]), first_arity);
+  return task;
+}
+
 // Consecutive tasks of one stream, handed to it together: one queue operation
 // and one wake-up per batch instead of per node.
 class Batcher {
@@ -438,10 +462,11 @@ void schedule(const std::vector<array>& outputs, bool synchronous) {
         batcher.add(stream, std::move(task));
       }
     };
-    // Note [Grouped products] (core/grouped.h): a group runs as one task at
-    // its first member's place, after the nodes it needs from later places.
+    // Note [Grouped products] and Note [Fused pairs] (core/grouped.h): a
+    // group runs as one task at its first member's place, after the nodes it
+    // needs from later places.
     constexpr int kAlone = -1, kMoved = -2;
-    const auto groups = group_products(tape);
+    const auto groups = group_tasks(tape);
     std::vector<int> role;  // per tape place: kAlone, kMoved, or the group it leads
     if (!groups.empty()) {
       role.assign(tape.size(), kAlone);
@@ -456,7 +481,9 @@ void schedule(const std::vector<array>& outputs, bool synchronous) {
       if (r == kMoved) continue;
       if (r >= 0) {
         for (size_t h : groups[r].hoisted) hand_over(node_task(std::move(tape[h])));
-        hand_over(grouped_task(tape, groups[r].members));
+        const TaskGroup& g = groups[r];
+        hand_over(g.kind == GroupKind::products ? grouped_task(tape, g.members)
+                                                : pair_task(tape, g));
         continue;
       }
       // Moved out so that the tape does not keep results alive (see Note [Donation]).

@@ -17,16 +17,24 @@ constexpr size_t kWindow = 8;      // latest groups searched: members sit close 
 constexpr int kHoistDepth = 3;     // nodes between a member and its evaluated inputs
 constexpr size_t kHoistReach = 16; // tape places searched back for such a node
 
+bool named(const array& a, const char* name) {
+  return std::strcmp(a.primitive().name(), name) == 0;
+}
+
+// An unevaluated node of one output that is no tracer.
+bool plain_node(const array& a) {
+  return a.has_primitive() && !a.is_tracer() && a.node()->num_outputs() == 1;
+}
+
 // A Matmul or QuantizedMatmul node of few rows of x.
-bool candidate(const array& a) {
+bool product(const array& a) {
   if (!a.has_primitive() || a.is_tracer()) return false;
-  const char* name = a.primitive().name();
-  if (std::strcmp(name, "Matmul") != 0 && std::strcmp(name, "QuantizedMatmul") != 0) return false;
+  if (!named(a, "Matmul") && !named(a, "QuantizedMatmul")) return false;
   const array& x = a.inputs()[0];
   return x.ndim() > 0 && x.shape(-1) > 0 && int64_t(x.size() / x.shape(-1)) <= kMaxRows;
 }
 
-bool same_group(const array& leader, const array& a) {
+bool same_product_group(const array& leader, const array& a) {
   const Primitive& p = leader.primitive();
   const Primitive& q = a.primitive();
   return std::strcmp(p.name(), q.name()) == 0 && p.stream() == q.stream() &&
@@ -34,31 +42,176 @@ bool same_group(const array& leader, const array& a) {
          p.is_equivalent(q);
 }
 
+bool norm(const array& a) {
+  return plain_node(a) && (named(a, "RMSNorm") || named(a, "LayerNorm"));
+}
+
+// The members of a pair of one kind: nodes of one primitive name, one stream,
+// one dtype and equivalent parameters.
+bool same_pair(const array& leader, const array& a) {
+  const Primitive& p = leader.primitive();
+  const Primitive& q = a.primitive();
+  return p.stream() == q.stream() && leader.dtype() == a.dtype() && p.is_equivalent(q);
+}
+
+bool fuse_pairs() {
+  static const bool on = [] {
+    const char* v = std::getenv("TESSERA_FUSE_PAIRS");
+    return !(v && std::strcmp(v, "0") == 0);
+  }();
+  return on;
+}
+
+bool group_products_on() {
+  static const bool on = [] {
+    const char* v = std::getenv("TESSERA_GROUP_PRODUCTS");
+    return !(v && std::strcmp(v, "0") == 0);
+  }();
+  return on;
+}
+
 constexpr size_t kInPlace = ~size_t(0);
 
-// Whether `in`, an input of the node at tape place `below`, will be ready
-// when a group runs at place `leader`: evaluated or handed over already, or
-// made where the tape runs before the leader (run_at: the place where a node
-// runs, or kInPlace for its own), or made from such arrays by nodes at places
-// between (at most `depth` deep, none a tracer nor a product), which are
-// added to `places` (to run just before the group).
-bool ready_by(const std::vector<array>& tape, const std::vector<size_t>& run_at, const array& in,
-              size_t leader, size_t below, int depth, std::vector<size_t>& places) {
-  if (in.status() != ArrayStatus::unscheduled) return true;
-  const size_t reach = below > kHoistReach ? below - kHoistReach : 0;
-  for (size_t p = below; p-- > reach;) {
-    if (!tape[p].has_primitive() || tape[p].node() != in.node()) continue;
-    const size_t at = run_at[p] == kInPlace ? p : run_at[p];
-    if (at < leader) return true;
-    if (at == leader && at != p) return !candidate(in);  // hoisted for this group already
-    if (at != p || p == leader || depth == 0 || in.is_tracer() || candidate(in)) return false;
-    for (const array& next : in.inputs()) {
-      if (!ready_by(tape, run_at, next, leader, p, depth - 1, places)) return false;
+// Builds the groups of a tape, one kind after another; every place belongs
+// to one group at most.
+class Planner {
+ public:
+  explicit Planner(const std::vector<array>& tape)
+      : tape_(tape), run_at_(tape.size(), kInPlace), leads_(tape.size(), false),
+        member_(tape.size(), false) {}
+
+  void products() {
+    std::vector<size_t> open;  // groups that take members
+    for (size_t i = 0; i < tape_.size(); ++i) {
+      if (!product(tape_[i])) continue;
+      if (!join_recent(open, i, kMaxMembers, 1, same_product_group)) {
+        open.push_back(start(GroupKind::products, i));
+      }
     }
-    places.push_back(p);
+  }
+
+  // An Add at most kHoistReach places before the norm of its sum.
+  void add_norms() {
+    for (size_t i = 0; i < tape_.size(); ++i) {
+      if (!norm(tape_[i]) || run_at_[i] != kInPlace || leads_[i]) continue;
+      const array& sum = tape_[i].inputs()[0];
+      if (sum.status() != ArrayStatus::unscheduled) continue;
+      const size_t reach = i > kHoistReach ? i - kHoistReach : 0;
+      for (size_t j = i; j-- > reach;) {
+        if (!tape_[j].has_primitive() || tape_[j].node() != sum.node()) continue;
+        if (plain_node(tape_[j]) && named(tape_[j], "Add") && run_at_[j] == kInPlace &&
+            !leads_[j] && tape_[j].primitive().stream() == tape_[i].primitive().stream()) {
+          std::vector<size_t> places;
+          if (inputs_ready(i, 1, j, places)) join(start(GroupKind::add_norm, j), i, places);
+        }
+        break;
+      }
+    }
+  }
+
+  // Two nodes named `name` of equivalent parameters.
+  void pairs(GroupKind kind, const char* name) {
+    std::vector<size_t> open;
+    for (size_t i = 0; i < tape_.size(); ++i) {
+      const array& a = tape_[i];
+      if (!plain_node(a) || !named(a, name) || run_at_[i] != kInPlace || leads_[i]) continue;
+      if (!join_recent(open, i, 2, 0, same_pair)) open.push_back(start(kind, i));
+    }
+  }
+
+  std::vector<TaskGroup> take() {
+    std::erase_if(groups_, [](const TaskGroup& g) { return g.members.size() < 2; });
+    for (auto& g : groups_) std::sort(g.hoisted.begin(), g.hoisted.end());
+    return std::move(groups_);
+  }
+
+ private:
+  size_t start(GroupKind kind, size_t i) {
+    groups_.push_back({kind, {i}, {}});
+    leads_[i] = true;
+    return groups_.size() - 1;
+  }
+
+  void join(size_t g, size_t i, const std::vector<size_t>& places) {
+    TaskGroup& group = groups_[g];
+    const size_t leader = group.members[0];
+    group.members.push_back(i);
+    run_at_[i] = leader;
+    member_[i] = true;
+    for (size_t p : places) {
+      if (run_at_[p] == kInPlace) group.hoisted.push_back(p);
+      run_at_[p] = leader;
+    }
+  }
+
+  // Joins node i to one of the latest open groups (indices into groups_)
+  // whose leader `same` accepts and that has room, if its inputs from
+  // `first` on are ready at that leader's place.
+  template <typename Same>
+  bool join_recent(const std::vector<size_t>& open, size_t i, size_t max_members, size_t first,
+                   Same&& same) {
+    for (size_t k = open.size(); k-- > 0 && open.size() - k <= kWindow;) {
+      const size_t g = open[k];
+      const size_t leader = groups_[g].members[0];
+      if (groups_[g].members.size() == max_members || !same(tape_[leader], tape_[i])) continue;
+      std::vector<size_t> places;
+      if (!inputs_ready(i, first, leader, places)) continue;
+      join(g, i, places);
+      return true;
+    }
+    return false;
+  }
+
+  bool inputs_ready(size_t i, size_t first, size_t leader, std::vector<size_t>& places) const {
+    const auto& in = tape_[i].inputs();
+    for (size_t j = first; j < in.size(); ++j) {
+      if (!ready_by(in[j], leader, i, kHoistDepth, places)) return false;
+    }
     return true;
   }
-  return false;
+
+  // Whether `in`, an input of the node at tape place `below`, will be ready
+  // when a group runs at place `leader`: evaluated or handed over already, or
+  // made where the tape runs before the leader, or made from such arrays by
+  // nodes at places between (at most `depth` deep, none a tracer, a product
+  // or a group's member or leader), which are added to `places` (to run just
+  // before the group).
+  bool ready_by(const array& in, size_t leader, size_t below, int depth,
+                std::vector<size_t>& places) const {
+    if (in.status() != ArrayStatus::unscheduled) return true;
+    const size_t reach = below > kHoistReach ? below - kHoistReach : 0;
+    for (size_t p = below; p-- > reach;) {
+      if (!tape_[p].has_primitive() || tape_[p].node() != in.node()) continue;
+      const size_t at = run_at_[p] == kInPlace ? p : run_at_[p];
+      if (at < leader) return true;
+      if (at == leader && at != p) return !member_[p];  // hoisted for this group already
+      if (at != p || p == leader || leads_[p] || depth == 0 || in.is_tracer() || product(in)) {
+        return false;
+      }
+      for (const array& next : in.inputs()) {
+        if (!ready_by(next, leader, p, depth - 1, places)) return false;
+      }
+      places.push_back(p);
+      return true;
+    }
+    return false;
+  }
+
+  const std::vector<array>& tape_;
+  std::vector<size_t> run_at_;  // where members and hoisted nodes run: their leader's place
+  std::vector<bool> leads_, member_;
+  std::vector<TaskGroup> groups_;
+};
+
+// Runs p's kernel on `device` over inputs into out.
+void run_member(Primitive& p, Device::DeviceType device, const std::vector<array>& inputs,
+                array& out) {
+  if (UnaryPrimitive* u = p.as_unary()) {
+    device == Device::cpu ? u->eval_cpu(inputs, out) : u->eval_gpu(inputs, out);
+    return;
+  }
+  std::vector<array> outs{out};
+  device == Device::cpu ? p.eval_cpu(inputs, outs) : p.eval_gpu(inputs, outs);
 }
 
 }  // namespace
@@ -82,44 +235,76 @@ void GroupedProducts::eval_cpu(const std::vector<array>& inputs, std::vector<arr
   }
 }
 
-std::vector<ProductGroup> group_products(const std::vector<array>& tape) {
-  static const bool off = [] {
-    const char* v = std::getenv("TESSERA_GROUP_PRODUCTS");
-    return v && std::strcmp(v, "0") == 0;
-  }();
-  std::vector<ProductGroup> groups;
-  if (off) return groups;
-  std::vector<size_t> run_at;  // where members and hoisted nodes run: their leader's place
-  std::vector<size_t> places;
-  for (size_t i = 0; i < tape.size(); ++i) {
-    if (!candidate(tape[i])) continue;
-    if (run_at.empty()) run_at.assign(tape.size(), kInPlace);
-    bool joined = false;
-    for (size_t g = groups.size(); g-- > 0 && groups.size() - g <= kWindow;) {
-      ProductGroup& group = groups[g];
-      const size_t leader = group.members[0];
-      if (group.members.size() == kMaxMembers || !same_group(tape[leader], tape[i])) continue;
-      places.clear();
-      const auto& in = tape[i].inputs();
-      bool ready = true;
-      for (size_t j = 1; j < in.size() && ready; ++j) {
-        ready = ready_by(tape, run_at, in[j], leader, i, kHoistDepth, places);
-      }
-      if (!ready) continue;
-      group.members.push_back(i);
-      run_at[i] = leader;
-      for (size_t p : places) {
-        if (run_at[p] == kInPlace) group.hoisted.push_back(p);
-        run_at[p] = leader;
-      }
-      joined = true;
+FusedPair::FusedPair(Stream s, GroupKind kind, std::shared_ptr<Primitive> first,
+                     std::shared_ptr<Primitive> second, int first_arity)
+    : Primitive(s), kind_(kind), first_(std::move(first)), second_(std::move(second)),
+      first_arity_(first_arity) {}
+
+const char* FusedPair::name() const {
+  switch (kind_) {
+    case GroupKind::add_norm:
+      return std::strcmp(second_->name(), "RMSNorm") == 0 ? "AddRMSNorm" : "AddLayerNorm";
+    case GroupKind::rope_pair:
+      return "RoPEPair";
+    case GroupKind::update_pair:
+      return "SliceUpdatePair";
+    case GroupKind::products:
       break;
-    }
-    if (!joined) groups.push_back({{i}, {}});
   }
-  std::erase_if(groups, [](const ProductGroup& g) { return g.members.size() < 2; });
-  for (auto& g : groups) std::sort(g.hoisted.begin(), g.hoisted.end());
-  return groups;
+  return "FusedPair";
+}
+
+std::vector<array> FusedPair::first_inputs(const std::vector<array>& inputs) const {
+  return {inputs.begin(), inputs.begin() + first_arity_};
+}
+
+std::vector<array> FusedPair::second_inputs(const std::vector<array>& inputs,
+                                            const std::vector<array>& outputs) const {
+  std::vector<array> in;
+  if (kind_ == GroupKind::add_norm) in.push_back(outputs[0]);
+  in.insert(in.end(), inputs.begin() + first_arity_, inputs.end());
+  return in;
+}
+
+void FusedPair::run_in_turn(const std::vector<array>& inputs, std::vector<array>& outputs,
+                            Device::DeviceType device) {
+  // The task's own vector (NodeTask::inputs), lent to the members and given
+  // back after, for the task to retire (Note [Retired arrays] in core/eval.cpp).
+  auto& owned = const_cast<std::vector<array>&>(inputs);
+  std::vector<array> first(std::make_move_iterator(owned.begin()),
+                           std::make_move_iterator(owned.begin() + first_arity_));
+  std::vector<array> second;
+  if (kind_ == GroupKind::add_norm) {
+    // The sum is published with the task; until then the norm reads it through
+    // an evaluated array of its own (a fallback evaluates a graph of it).
+    second.emplace_back(outputs[0].shape(), outputs[0].dtype(), nullptr, std::vector<array>{});
+  }
+  second.insert(second.end(), std::make_move_iterator(owned.begin() + first_arity_),
+                std::make_move_iterator(owned.end()));
+  owned.clear();
+  run_member(*first_, device, first, outputs[0]);
+  if (kind_ == GroupKind::add_norm) second[0].copy_shared_buffer(outputs[0]);
+  run_member(*second_, device, second, outputs[1]);
+  owned = std::move(first);
+  const size_t own = kind_ == GroupKind::add_norm ? 1 : 0;
+  owned.insert(owned.end(), std::make_move_iterator(second.begin() + own),
+               std::make_move_iterator(second.end()));
+}
+
+void FusedPair::eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  run_in_turn(inputs, outputs, Device::cpu);
+}
+
+std::vector<TaskGroup> group_tasks(const std::vector<array>& tape) {
+  if (tape.size() < 2) return {};
+  Planner planner(tape);
+  if (group_products_on()) planner.products();
+  if (fuse_pairs()) {
+    planner.add_norms();
+    planner.pairs(GroupKind::rope_pair, "RoPE");
+    planner.pairs(GroupKind::update_pair, "SliceUpdate");
+  }
+  return planner.take();
 }
 
 }  // namespace tessera

@@ -428,8 +428,9 @@ TEST(GroupedProducts, ProductsOfOneXAndTheirWeightViewsFormOneGroup) {
   // As eval walks it: h, then each product after its weight's view.
   std::vector<array> tape{h};
   for (size_t i = 0; i < w.size(); ++i) tape.insert(tape.end(), {t[i], y[i]});
-  auto groups = group_products(tape);
+  auto groups = group_tasks(tape);
   ASSERT_EQ(groups.size(), 1u);  // at most 4 members: the fifth stays alone
+  EXPECT_EQ(groups[0].kind, GroupKind::products);
   EXPECT_EQ(groups[0].members, (std::vector<size_t>{2, 4, 6, 8}));
   EXPECT_EQ(groups[0].hoisted, (std::vector<size_t>{3, 5, 7}));
 
@@ -439,7 +440,7 @@ TEST(GroupedProducts, ProductsOfOneXAndTheirWeightViewsFormOneGroup) {
   array s = add(w[0], m);
   array dependent = transpose(s);
   array z = matmul(h, dependent);
-  EXPECT_TRUE(group_products({h, t[0], y[0], ty0, m, s, dependent, z}).empty());
+  EXPECT_TRUE(group_tasks({h, t[0], y[0], ty0, m, s, dependent, z}).empty());
 
   // Evaluated together, each equals its own product: 2 * 8 * 0.5 = 8.
   eval(y[0], y[1], y[2], y[3], y[4]);
@@ -448,4 +449,52 @@ TEST(GroupedProducts, ProductsOfOneXAndTheirWeightViewsFormOneGroup) {
       EXPECT_FLOAT_EQ(v, 8.f);
     }
   }
+}
+
+// Note [Fused pairs]: an Add and the norm of its sum; two rotations of equal
+// parameters, the second's views run before the pair; two slice updates. A
+// second norm of the same sum, a rotation of the first's result, and nodes of
+// another stream stay alone.
+TEST(GroupedProducts, PairsOfASumAndItsNormOfRotationsAndOfUpdatesFormGroups) {
+  array x = ones({1, 4, 8}), r = ones({1, 4, 8}), w = ones({8});
+  array q0 = ones({1, 1, 4, 8}), k0 = ones({1, 1, 2, 8}), cache = zeros({1, 2, 6, 8});
+  eval(x, r, w, q0, k0, cache);
+  array h = add(x, r);
+  array n = fast::rms_norm(h, w, 1e-5f);
+  array n2 = fast::rms_norm(h, w, 1e-5f);
+  EXPECT_EQ(n.primitive().name(), std::string("RMSNorm"));
+  auto groups = group_tasks({h, n, n2});
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0].kind, GroupKind::add_norm);
+  EXPECT_EQ(groups[0].members, (std::vector<size_t>{0, 1}));
+
+  array tq = transpose(q0, {0, 2, 1, 3}), tk = transpose(k0, {0, 2, 1, 3});
+  array q = fast::rope(tq, 8, false, 10000.f, 1.f, 3);
+  array k = fast::rope(tk, 8, false, 10000.f, 1.f, 3);
+  array other = fast::rope(tk, 8, true, 10000.f, 1.f, 3);  // another rotation: alone
+  array again = fast::rope(q, 8, false, 10000.f, 1.f, 3);  // needs q: alone
+  groups = group_tasks({tq, q, tk, other, k, again});
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0].kind, GroupKind::rope_pair);
+  EXPECT_EQ(groups[0].members, (std::vector<size_t>{1, 4}));
+  EXPECT_EQ(groups[0].hoisted, (std::vector<size_t>{2}));
+
+  array kc = slice_update(cache, k, Shape{0, 0, 3, 0}, Shape{1, 2, 4, 8});
+  array vc = slice_update(cache, tk, Shape{0, 0, 3, 0}, Shape{1, 2, 4, 8});
+  array elsewhere = slice_update(cache, tk, Shape{0, 0, 2, 0}, Shape{1, 2, 3, 8});
+  groups = group_tasks({tk, k, kc, elsewhere, vc});
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0].kind, GroupKind::update_pair);
+  EXPECT_EQ(groups[0].members, (std::vector<size_t>{2, 4}));
+
+  // Another stream: alone.
+  Stream s2 = new_stream(Device::cpu);
+  array h3 = add(x, r, s2);
+  array n3 = fast::rms_norm(h3, w, 1e-5f);
+  EXPECT_TRUE(group_tasks({h3, n3}).empty());
+
+  // Evaluated, each pair equals its members: (1 + 1) normalised is 2 / sqrt(4 + eps).
+  eval(n, n2, q, k, kc, vc, again);
+  for (int i = 0; i < 32; ++i) EXPECT_NEAR(n.data<float>()[i], 2 / std::sqrt(4 + 1e-5), 1e-6);
+  EXPECT_TRUE(array_equal(n, n2).item<bool>());
 }

@@ -1205,3 +1205,94 @@ TEST(Fast, test_cross_entropy_bad_arguments_name_the_op_and_values) {
     EXPECT_NE(m.find("(3,5)"), std::string::npos) << m;
   }
 }
+
+// Note [Fused pairs] (core/grouped.h): an Add and the norm of its sum, the
+// rotations of queries and keys, and the two windows of a KV cache, evaluated
+// together (one task, one launch on the GPU), equal the same nodes evaluated
+// one by one, bit for bit; and the pairs whose kernels do not apply (a
+// broadcast addend, a cache that is still referenced) too.
+TEST(Fast, test_fused_pairs_equal_their_members_evaluated_alone) {
+  auto same = [](const array& got, const array& want, const std::string& c) {
+    ASSERT_EQ(got.shape(), want.shape()) << c;
+    ASSERT_EQ(got.dtype(), want.dtype()) << c;
+    EXPECT_EQ(harness::to_doubles(got), harness::to_doubles(want)) << c;
+  };
+  for (auto dev : harness::devices()) {
+    StreamContext ctx(dev);
+    const std::string on = dev == Device::cpu ? "cpu " : "gpu ";
+    for (Dtype t : kernel_dtypes()) {
+      for (const Shape& shape : std::vector<Shape>{{1, 1, 2048}, {3, 100}, {5, 64}}) {
+        const int d = shape.back();
+        const std::string c = on + dname(t) + " " + shape_str(shape);
+        array a = input(shape, t, 1).a, b = input(shape, t, 2).a, w = input({d}, t, 3).a;
+        array bias = input({d}, t, 4).a, row = input({d}, t, 5).a;
+        eval(a, b, w, bias, row);
+        using Norm = std::function<array(const array&)>;
+        const std::vector<std::pair<std::string, Norm>> norms{
+            {"rms_norm", [&](const array& h) { return fast::rms_norm(h, w, 1e-5f); }},
+            {"rms_norm no weight", [&](const array& h) { return fast::rms_norm(h, std::nullopt, 1e-4f); }},
+            {"layer_norm", [&](const array& h) { return fast::layer_norm(h, w, bias, 1e-5f); }}};
+        for (const auto& [name, norm] : norms) {
+          for (bool broadcast : {false, true}) {
+            const array& addend = broadcast ? row : b;
+            array h = add(a, addend), y = norm(h);
+            eval(h, y);  // one task: the sum and its norm
+            array h1 = add(a, addend);
+            eval(h1);
+            array y1 = norm(h1);
+            same(h, h1, c + " " + name + " sum");
+            same(y, y1, c + " " + name + (broadcast ? " of a broadcast sum" : ""));
+          }
+        }
+      }
+      for (int T : {1, 7}) {
+        const std::string c = on + dname(t) + " T " + std::to_string(T);
+        // Queries of 8 heads and keys of 2, (B, T, heads, 64) seen as (B, heads, T, 64).
+        array q0 = input({2, T, 8, 64}, t, 6).a, k0 = input({2, T, 2, 64}, t, 7).a;
+        array freqs = exp(linspace(0.0, 4.0, 16));
+        eval(q0, k0, freqs);
+        for (bool traditional : {false, true}) {
+          auto rotate = [&](const array& x, int dims) {
+            return fast::rope(transpose(x, {0, 2, 1, 3}), dims, traditional, 10000.f, 1.f, 5);
+          };
+          array q = rotate(q0, 64), k = rotate(k0, 64);
+          eval(q, k);
+          array q1 = rotate(q0, 64);
+          eval(q1);
+          array k1 = rotate(k0, 64);
+          same(q, q1, c + " rope q");
+          same(k, k1, c + " rope k");
+          // Part of each head rotated, angles from freqs, offsets per batch element.
+          array off = array({3, 9}, int32);
+          auto partial = [&](const array& x) {
+            return fast::rope(transpose(x, {0, 2, 1, 3}), 32, traditional, std::nullopt, 0.5f,
+                              off, freqs);
+          };
+          array qp = partial(q0), kp = partial(k0);
+          eval(qp, kp);
+          array qp1 = partial(q0);
+          eval(qp1);
+          same(qp, qp1, c + " partial rope q");
+          same(kp, partial(k0), c + " partial rope k");
+        }
+        // The keys and values of a cache of 16 positions written at 4..4+T.
+        const Shape cache{2, 2, 16, 64};
+        array kn = input({2, 2, T, 64}, t, 8).a, vn = transpose(input({2, T, 2, 64}, t, 9).a,
+                                                                {0, 2, 1, 3});
+        array k_init = input(cache, t, 10).a, v_init = input(cache, t, 11).a;
+        eval(kn, vn, k_init, v_init);
+        const Shape start{0, 0, 4, 0}, stop{2, 2, 4 + T, 64};
+        for (bool held : {false, true}) {
+          // Not held: each cache is a copy made in the same graph, written in place.
+          array kc = held ? k_init : copy(k_init), vc = held ? v_init : copy(v_init);
+          array ku = slice_update(kc, kn, start, stop), vu = slice_update(vc, vn, start, stop);
+          if (!held) kc = vc = array(0.f);
+          eval(ku, vu);
+          same(ku, slice_update(k_init, kn, start, stop), c + " cache keys");
+          same(vu, slice_update(v_init, vn, start, stop), c + " cache values");
+          same(k_init, input(cache, t, 10).a, c + " the first cache is unchanged");
+        }
+      }
+    }
+  }
+}

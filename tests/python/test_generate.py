@@ -276,3 +276,58 @@ def test_bad_arguments_are_value_errors():
                               rope_scaling={"rope_type": "yarn", "factor": 2.0}))
     with pytest.raises(ValueError, match="max_tokens 0"):
         lm.generate(tiny_model("llama"), mx.array([[1, 2]]), 0)
+
+
+_PAIRS_PROBE = """
+import sys
+sys.path.insert(0, {examples!r})
+from tessera import mlx_alias
+mlx_alias.install()
+import mlx.core as mx
+import numpy as np
+import lm
+mx.set_default_device(mx.{device})
+args = lm.ModelArgs.from_dict(dict(lm.PRESETS["tiny"].to_dict(), model_type={model!r}))
+mx.random.seed(0)
+model = lm.random_model(args, mx.bfloat16, bits=None)
+cache = model.make_cache(1, 64)
+logits = model(mx.array([[1, 2, 3, 4]], mx.int32), cache)
+mx.eval(logits)
+out = [np.array(logits.astype(mx.float32))]
+y = mx.argmax(logits[:, -1, :], axis=-1)
+for _ in range(3):
+    logits = model(y[:, None], cache)
+    y = mx.argmax(logits[:, -1, :], axis=-1)
+    mx.eval(logits, y)
+    out.append(np.array(logits.astype(mx.float32)))
+np.save(sys.argv[1], np.concatenate([o.reshape(-1) for o in out]))
+"""
+
+
+@pytest.mark.parametrize("model", ["llama", "qwen3"])
+def test_decoding_runs_its_pairs_as_one_task_each_and_gives_the_same_logits(
+        model, device, tmp_path):
+    # Note [Fused pairs]: each layer's residual sums and the norms that read
+    # them, its rotations of queries and keys, and its two cache updates, run
+    # as one task each; the logits are those of the nodes run one by one.
+    import os
+    script = _PAIRS_PROBE.format(examples=str(EXAMPLES),
+                                 device="gpu" if device == mx.gpu else "cpu", model=model)
+    runs = {}
+    for fuse in ("1", "0"):
+        env = dict(os.environ, TESSERA_HOST_PROFILE="1", TESSERA_FUSE_PAIRS=fuse)
+        out = tmp_path / f"logits{fuse}.npy"
+        run = subprocess.run([sys.executable, "-c", script, str(out)], env=env,
+                             capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        rows = {line.split()[0]: line.split()[1:] for line in run.stderr.splitlines() if line}
+        runs[fuse] = (np.load(out), rows)
+    fused, rows = runs["1"]
+    # Two layers, a prompt step and three decoding steps: per step one rotation
+    # pair and one cache pair a layer; sums normalised: the second layer's two,
+    # the first's second, the final norm's.
+    assert rows["RoPEPair"][0] == str(2 * 4)
+    assert rows["SliceUpdatePair"][0] == str(2 * 4)
+    assert rows["AddRMSNorm"][0] == str(4 * 4)
+    assert "RoPEPair" not in runs["0"][1] and "AddRMSNorm" not in runs["0"][1]
+    np.testing.assert_array_equal(fused, runs["0"][0])

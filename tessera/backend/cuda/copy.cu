@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <stdexcept>
+#include <string>
 
 #include "tessera/backend/common/views.h"
 #include "tessera/backend/common/strided.h"
@@ -38,10 +40,16 @@ __global__ void cast_dense_kernel(const In* src, Out* dst, int64_t n) {
 // Each item is W neighbours along the last collapsed dimension.
 constexpr int kWork = 4;
 
+// A grid of two rows in y copies (src2, dst2) in its second row: two copies of
+// one layout in one launch.
 template <typename In, typename Out, typename I>
 __global__ void copy_general_kernel(const In* src, Out* dst, Dims<2> outer, I last_n,
                                     I in_last, I out_last, I items, const int64_t* src_dyn,
-                                    const int64_t* dst_dyn) {
+                                    const int64_t* dst_dyn, const In* src2, Out* dst2) {
+  if (blockIdx.y) {
+    src = src2;
+    dst = dst2;
+  }
   if (src_dyn) src += *src_dyn;
   if (dst_dyn) dst += *dst_dyn;
   const I chunks = (last_n + kWork - 1) / kWork;
@@ -134,7 +142,8 @@ bool cast_dense(const In* src, Out* dst, int64_t n, cudaStream_t stream, const c
 template <typename In, typename Out>
 void copy_general(const In* src, Out* dst, const Shape& shape, const Strides& in_strides,
                   const Strides& out_strides, const int64_t* src_dyn, const int64_t* dst_dyn,
-                  cudaStream_t stream, const char* op) {
+                  cudaStream_t stream, const char* op, const In* src2 = nullptr,
+                  Out* dst2 = nullptr) {
   const int nd = static_cast<int>(shape.size());
   Shape outer_shape(shape.begin(), shape.end() - 1);
   Dims<2> outer = make_dims<2>(
@@ -143,8 +152,8 @@ void copy_general(const In* src, Out* dst, const Shape& shape, const Strides& in
   const int64_t last_n = shape[nd - 1];
   const int64_t rows = tessera::num_rows(shape);
   const int64_t items = rows * ((last_n + kWork - 1) / kWork);
-  const unsigned blocks = grid_blocks(items, kThreads);
-  const bool small = items + int64_t(blocks) * kThreads <= INT32_MAX &&
+  const dim3 blocks(grid_blocks(items, kThreads), src2 ? 2 : 1);
+  const bool small = items + int64_t(blocks.x) * kThreads <= INT32_MAX &&
                      int64_t(shape_size(shape)) + kWork <= INT32_MAX &&
                      max_offset(shape, in_strides) + kWork * std::abs(in_strides[nd - 1]) <= INT32_MAX &&
                      max_offset(shape, out_strides) + kWork * std::abs(out_strides[nd - 1]) <= INT32_MAX;
@@ -154,13 +163,14 @@ void copy_general(const In* src, Out* dst, const Shape& shape, const Strides& in
     if (small) {
       copy_general_kernel<In, Out, int32_t><<<blocks, kThreads, 0, stream>>>(
           src, dst, outer, int32_t(last_n), int32_t(in_strides[nd - 1]),
-          int32_t(out_strides[nd - 1]), int32_t(items), src_dyn, dst_dyn);
+          int32_t(out_strides[nd - 1]), int32_t(items), src_dyn, dst_dyn, src2, dst2);
       check_launch(op);
       return;
     }
   }
   copy_general_kernel<In, Out, int64_t><<<blocks, kThreads, 0, stream>>>(
-      src, dst, outer, last_n, in_strides[nd - 1], out_strides[nd - 1], items, src_dyn, dst_dyn);
+      src, dst, outer, last_n, in_strides[nd - 1], out_strides[nd - 1], items, src_dyn, dst_dyn,
+      src2, dst2);
   check_launch(op);
 }
 
@@ -242,6 +252,30 @@ void copy_gpu(const Shape& shape, const void* src, Dtype src_t, const Strides& s
         copy_general(sp, dp, cshape, in_str, out_str, src_dyn, dst_dyn, stream, op);
       }
     });
+  });
+}
+
+bool strided_copy(const Shape& shape, const Strides& src_strides, const Strides& dst_strides) {
+  if (shape_size(shape) == 0) return false;
+  auto [cshape, cstrides] = tessera::collapse_contiguous_dims(shape, {src_strides, dst_strides});
+  const Strides& in_str = cstrides[0];
+  const Strides& out_str = cstrides[1];
+  if (cshape.size() == 1 && in_str[0] == 1 && out_str[0] == 1) return false;
+  return !views::transpose_plan(cshape, in_str, out_str, 16);
+}
+
+void copy_gpu_pair(const Shape& shape, const void* const src[2], void* const dst[2], Dtype t,
+                   const Strides& src_strides, const Strides& dst_strides, const Stream& s,
+                   const char* op) {
+  if (!strided_copy(shape, src_strides, dst_strides)) {
+    throw std::logic_error(std::string("[") + op + "] a pair of copies without a strided kernel (bug)");
+  }
+  auto [cshape, cstrides] = tessera::collapse_contiguous_dims(shape, {src_strides, dst_strides});
+  dispatch_width(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    copy_general(static_cast<const T*>(src[0]), static_cast<T*>(dst[0]), cshape, cstrides[0],
+                 cstrides[1], nullptr, nullptr, cuda_stream(s), op, static_cast<const T*>(src[1]),
+                 static_cast<T*>(dst[1]));
   });
 }
 

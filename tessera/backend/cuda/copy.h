@@ -50,6 +50,16 @@ void copy_gpu(const Shape& shape, const void* src, Dtype src_t, const Strides& s
               const char* op, const int64_t* src_dyn = nullptr,
               const int64_t* dst_dyn = nullptr);
 
+// Whether a copy of this shape and these strides (one dtype) runs the strided
+// kernel: neither dense nor tiled.
+bool strided_copy(const Shape& shape, const Strides& src_strides, const Strides& dst_strides);
+
+// Two such copies of one shape, dtype and layout in one launch, src[i] to
+// dst[i].
+void copy_gpu_pair(const Shape& shape, const void* const src[2], void* const dst[2], Dtype t,
+                   const Strides& src_strides, const Strides& dst_strides, const Stream& s,
+                   const char* op);
+
 // n contiguous elements from src_t to dst_t; src may be dst when both types
 // have the same width (an in-place cast).
 void cast_gpu(const void* src, Dtype src_t, void* dst, Dtype dst_t, size_t n, const Stream& s,

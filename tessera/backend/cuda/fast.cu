@@ -1,6 +1,8 @@
 // eval_gpu of RMSNorm, LayerNorm, their vjp, and RoPE through the kernels of
 // fast.cuh (Note [Fused norms and rope] there); a case the kernels do not
 // cover runs the fallback (Note [Fast primitives] in ops/primitives/fast.h).
+// Also the pairs of an Add and its norm, and of two rotations (Note [Fused
+// pairs] in core/grouped.h).
 #include <cstring>
 #include <optional>
 #include <stdexcept>
@@ -10,6 +12,8 @@
 #include "tessera/backend/cuda/copy.h"
 #include "tessera/backend/cuda/device.h"
 #include "tessera/backend/cuda/fast.cuh"
+#include "tessera/backend/cuda/pairs.h"
+#include "tessera/core/grouped.h"
 #include "tessera/ops/primitives/fast.h"
 
 namespace tessera::fast {
@@ -125,15 +129,22 @@ void LayerNormVJP::eval_gpu(const std::vector<array>& inputs, std::vector<array>
   backward(inputs, outputs, has_weight_, has_bias_, false, eps_, stream(), "LayerNormVJP");
 }
 
-void RoPE::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
-  if (use_fallback(inputs)) return Custom::eval_gpu(inputs, outputs);
-  const Stream& s = stream();
-  array x = dense(inputs[0], s, "RoPE");
-  std::optional<array> freqs;
-  if (inputs.size() > 2) freqs = dense(inputs[2], s, "RoPE");
+namespace {
+
+// A rotation's kernel arguments, with the dense copies they point into.
+struct Rope {
+  array x;
+  std::optional<array> freqs, offset;
   RopeArgs a{};
-  a.x = gpu::device_ptr(x, s);
-  a.out = gpu::allocate_output(outputs[0], s);
+  bool vector_ok = false;
+};
+
+Rope prepare_rope(const RoPE& r, const std::vector<array>& inputs, array& out, const Stream& s) {
+  Rope l{dense(inputs[0], s, "RoPE"), {}, {}, {}, false};
+  if (inputs.size() > 2) l.freqs = dense(inputs[2], s, "RoPE");
+  RopeArgs& a = l.a;
+  a.x = gpu::device_ptr(l.x, s);
+  a.out = gpu::allocate_output(out, s);
   // A scalar offset on the host (an int of the caller's, the position of a
   // decode step) goes by value, as binary's scalar operands do (Note [Scalar
   // operands on the GPU] in binary.cu): no upload per call.
@@ -155,24 +166,105 @@ void RoPE::eval_gpu(const std::vector<array>& inputs, std::vector<array>& output
       a.offset_value = f32;
     }
   } else {
-    array dense_offset = dense(offset, s, "RoPE");
-    a.offset = gpu::device_ptr(dense_offset, s);
+    l.offset = dense(offset, s, "RoPE");
+    a.offset = gpu::device_ptr(*l.offset, s);
     a.offset_kind = offset.dtype() == int32 ? 0 : offset.dtype() == int64 ? 1 : 2;
     a.offset_per_batch = offset.ndim() == 1;
   }
-  a.freqs = freqs ? static_cast<const float*>(gpu::device_ptr(*freqs, s)) : nullptr;
-  a.base = base_.value_or(0.0f);
-  a.scale = scale_;
-  a.B = static_cast<int>(x.shape(0));
-  a.T = static_cast<int>(x.shape(-2));
-  a.D = static_cast<int>(x.shape(-1));
-  a.M = static_cast<int>(x.size() / (static_cast<size_t>(a.B) * a.T * a.D));
-  a.dims = dims_;
-  const bool vector_ok = rope_vector_ok(a, static_cast<int>(16 / x.itemsize()), traditional_, true);
-  dispatch_device_kernel(x.dtype(), "RoPE", [&](auto tag) {
+  a.freqs = l.freqs ? static_cast<const float*>(gpu::device_ptr(*l.freqs, s)) : nullptr;
+  a.base = r.base().value_or(0.0f);
+  a.scale = r.scale();
+  a.B = static_cast<int>(l.x.shape(0));
+  a.T = static_cast<int>(l.x.shape(-2));
+  a.D = static_cast<int>(l.x.shape(-1));
+  a.M = static_cast<int>(l.x.size() / (static_cast<size_t>(a.B) * a.T * a.D));
+  a.dims = r.dims();
+  l.vector_ok = rope_vector_ok(a, static_cast<int>(16 / l.x.itemsize()), r.traditional(), true);
+  return l;
+}
+
+}  // namespace
+
+void RoPE::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
+  if (use_fallback(inputs)) return Custom::eval_gpu(inputs, outputs);
+  const Stream& s = stream();
+  Rope l = prepare_rope(*this, inputs, outputs[0], s);
+  dispatch_device_kernel(l.x.dtype(), "RoPE", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    TESSERA_CUDA_CHECK(rope<T>(a, traditional_, vector_ok, gpu::cuda_stream(s)));
+    TESSERA_CUDA_CHECK(rope<T>(l.a, traditional_, l.vector_ok, gpu::cuda_stream(s)));
   });
 }
 
 }  // namespace tessera::fast
+
+namespace tessera::gpu {
+
+using namespace fast_kernels;
+
+// inputs {a, b, weight?, bias?}, outputs {a + b, its norm}: a, b and the sum
+// of one shape and kernel dtype, dense from 16-byte aligned addresses.
+bool add_norm(const FusedPair& p, const std::vector<array>& inputs, std::vector<array>& outputs) {
+  const auto& norm = static_cast<const fast::NormBase&>(p.second());
+  const array &a = inputs[0], &b = inputs[1];
+  array& sum = outputs[0];
+  const Stream& s = p.stream();
+  std::vector<array> norm_inputs = p.second_inputs(inputs, outputs);
+  if (norm.use_fallback(norm_inputs) || a.dtype() != sum.dtype() || b.dtype() != sum.dtype() ||
+      a.shape() != sum.shape() || b.shape() != sum.shape() || !a.flags().row_contiguous ||
+      !b.flags().row_contiguous) {
+    return false;
+  }
+  const void* pa = device_ptr(a, s);
+  const void* pb = device_ptr(b, s);
+  if (!aligned(pa, 16) || !aligned(pb, 16)) return false;
+  const bool rms = std::strcmp(norm.name(), "RMSNorm") == 0;
+  const int weight = norm.has_weight() ? 1 : -1;
+  const int bias = norm.has_bias() ? (norm.has_weight() ? 2 : 1) : -1;
+  std::optional<array> w, bias_array;
+  NormArgs args{};
+  args.x = pa;
+  args.res = pb;
+  if (weight >= 0) {
+    w = fast::dense(norm_inputs[weight], s, "AddNorm");
+    args.w = device_ptr(*w, s);
+  }
+  if (bias >= 0) {
+    bias_array = fast::dense(norm_inputs[bias], s, "AddNorm");
+    args.b = device_ptr(*bias_array, s);
+  }
+  const int d = static_cast<int>(sum.shape(-1));
+  args.rows = static_cast<int64_t>(sum.size()) / d;
+  args.d = d;
+  args.eps = norm.eps();
+  args.rms = rms;
+  const NormLaunch launch = norm_launch(d, static_cast<int>(16 / sum.itemsize()), true);
+  if (launch.tpr == 0) return false;
+  args.sum = allocate_output(sum, s);
+  args.out = allocate_output(outputs[1], s);
+  fast::dispatch_device_kernel(sum.dtype(), p.name(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    TESSERA_CUDA_CHECK(norm_forward<T>(args, launch, cuda_stream(s)));
+  });
+  return true;
+}
+
+bool rope_pair(const FusedPair& p, const std::vector<array>& inputs, std::vector<array>& outputs) {
+  const auto& first = static_cast<const fast::RoPE&>(p.first());
+  const auto& second = static_cast<const fast::RoPE&>(p.second());
+  const std::vector<array> in0 = p.first_inputs(inputs), in1 = p.second_inputs(inputs, outputs);
+  if (first.use_fallback(in0) || second.use_fallback(in1) || in0[0].dtype() != in1[0].dtype()) {
+    return false;
+  }
+  const Stream& s = p.stream();
+  fast::Rope r0 = fast::prepare_rope(first, in0, outputs[0], s);
+  fast::Rope r1 = fast::prepare_rope(second, in1, outputs[1], s);
+  const bool vector_ok = r0.vector_ok && r1.vector_ok;
+  fast::dispatch_device_kernel(r0.x.dtype(), "RoPE", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    TESSERA_CUDA_CHECK(
+        fast_kernels::rope_pair<T>(r0.a, r1.a, first.traditional(), vector_ok, cuda_stream(s)));
+  });
+  return true;
+}
+
+}  // namespace tessera::gpu

@@ -80,6 +80,10 @@ struct NormArgs {
   int d;
   float eps;
   bool rms;
+  // Forward with a residual (Note [Fused pairs] in core/grouped.h): x is
+  // x + res, rounded to T and written to sum, before it is normalised.
+  const void* res;  // null: x alone
+  void* sum;
 };
 
 // Sums K values over the blockDim.x threads of a row (a power of two; rows
@@ -127,6 +131,13 @@ __global__ void __launch_bounds__(max_threads(N* W))
     const int col = (k * tpr + tx) * W;
     if (live && col < d) {
       load<T, W>(x + col, v + k * W);
+      if (a.res) {
+        float r[W];
+        load<T, W>(static_cast<const T*>(a.res) + row * d + col, r);
+#pragma unroll
+        for (int j = 0; j < W; ++j) v[k * W + j] = round_to<T>(v[k * W + j] + r[j]);
+        store<T, W>(static_cast<T*>(a.sum) + row * d + col, v + k * W);
+      }
     } else {
 #pragma unroll
       for (int j = 0; j < W; ++j) v[k * W + j] = 0.f;
@@ -689,7 +700,7 @@ __device__ __forceinline__ float rope_offset(const RopeArgs& a, int b) {
 }
 
 template <typename T, int W, bool TRAD>
-__global__ void rope_kernel(RopeArgs a) {
+__device__ __forceinline__ void rope_rows(const RopeArgs& a) {
   const int half = a.dims / 2, rot = half / W, chunks = rot + (a.D - a.dims) / W;
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= static_cast<int64_t>(a.B) * a.T * chunks) return;
@@ -753,6 +764,22 @@ __global__ void rope_kernel(RopeArgs a) {
   }
 }
 
+template <typename T, int W, bool TRAD>
+__global__ void rope_kernel(RopeArgs a) {
+  rope_rows<T, W, TRAD>(a);
+}
+
+// Two rotations in one launch (Note [Fused pairs] in core/grouped.h): the
+// grid's z index picks one.
+template <typename T, int W, bool TRAD>
+__global__ void rope_pair_kernel(RopeArgs a, RopeArgs b) {
+  if (blockIdx.z == 0) {
+    rope_rows<T, W, TRAD>(a);
+  } else {
+    rope_rows<T, W, TRAD>(b);
+  }
+}
+
 // Whether rows allow accesses of `vec` elements: the rotated halves (or pairs)
 // and the copied columns in whole vectors, and aligned addresses.
 inline bool rope_vector_ok(const RopeArgs& a, int vec, bool traditional, bool aligned_ptrs) {
@@ -761,21 +788,43 @@ inline bool rope_vector_ok(const RopeArgs& a, int vec, bool traditional, bool al
          (traditional ? a.dims % unit == 0 : (a.dims / 2) % vec == 0);
 }
 
+// The grid of one rotation: (threads of a head's rows, head groups).
+inline dim3 rope_grid(const RopeArgs& a, int w, int block) {
+  const int chunks = a.dims / 2 / w + (a.D - a.dims) / w;
+  const int64_t threads = static_cast<int64_t>(a.B) * a.T * chunks;
+  return dim3(static_cast<unsigned>((threads + block - 1) / block),
+              static_cast<unsigned>(std::min(65535, (a.M + kHeadsPerThread - 1) / kHeadsPerThread)));
+}
+
 template <typename T>
 cudaError_t rope(const RopeArgs& a, bool traditional, bool vector_ok, cudaStream_t s) {
   constexpr int V = vec_width<T>;
-  const int w = vector_ok ? V : 1;
-  const int chunks = a.dims / 2 / w + (a.D - a.dims) / w;
-  const int64_t threads = static_cast<int64_t>(a.B) * a.T * chunks;
   const int block = 256;
-  dim3 grid(static_cast<unsigned>((threads + block - 1) / block),
-            static_cast<unsigned>(std::min(65535, (a.M + kHeadsPerThread - 1) / kHeadsPerThread)));
+  const dim3 grid = rope_grid(a, vector_ok ? V : 1, block);
   if (traditional) {
     if (vector_ok) rope_kernel<T, V, true><<<grid, block, 0, s>>>(a);
     else rope_kernel<T, 1, true><<<grid, block, 0, s>>>(a);
   } else {
     if (vector_ok) rope_kernel<T, V, false><<<grid, block, 0, s>>>(a);
     else rope_kernel<T, 1, false><<<grid, block, 0, s>>>(a);
+  }
+  return cudaGetLastError();
+}
+
+// a and b, of one element type and rotation kind, in one launch.
+template <typename T>
+cudaError_t rope_pair(const RopeArgs& a, const RopeArgs& b, bool traditional, bool vector_ok,
+                      cudaStream_t s) {
+  constexpr int V = vec_width<T>;
+  const int block = 256;
+  const dim3 ga = rope_grid(a, vector_ok ? V : 1, block), gb = rope_grid(b, vector_ok ? V : 1, block);
+  const dim3 grid(std::max(ga.x, gb.x), std::max(ga.y, gb.y), 2);
+  if (traditional) {
+    if (vector_ok) rope_pair_kernel<T, V, true><<<grid, block, 0, s>>>(a, b);
+    else rope_pair_kernel<T, 1, true><<<grid, block, 0, s>>>(a, b);
+  } else {
+    if (vector_ok) rope_pair_kernel<T, V, false><<<grid, block, 0, s>>>(a, b);
+    else rope_pair_kernel<T, 1, false><<<grid, block, 0, s>>>(a, b);
   }
   return cudaGetLastError();
 }

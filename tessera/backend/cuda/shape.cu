@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "tessera/backend/common/strided.h"
 #include "tessera/backend/common/views.h"
 #include "tessera/backend/cuda/copy.h"
 #include "tessera/backend/cuda/device.h"
+#include "tessera/backend/cuda/pairs.h"
+#include "tessera/core/grouped.h"
 #include "tessera/ops/primitives/shape.h"
 
 namespace tessera {
@@ -104,6 +107,46 @@ void slice_update_gpu(const array& src, const array& update, array& out, const S
 }
 
 }  // namespace
+
+// Both windows written in place (each source used for the last time), of one
+// shape, dtype and layout: one launch of the strided copy.
+bool gpu::slice_update_pair(const FusedPair& p, const std::vector<array>& inputs,
+                            std::vector<array>& outputs) {
+  const auto& first = static_cast<const SliceUpdate&>(p.first());
+  const array *src[2] = {&inputs[0], &inputs[2]}, *update[2] = {&inputs[1], &inputs[3]};
+  for (int i = 0; i < 2; ++i) {
+    const array &a = *src[i], &u = *update[i];
+    if (!a.is_donatable() || !a.flags().contiguous || a.data_size() != a.size() ||
+        u.dtype() != outputs[i].dtype() || a.dtype() != outputs[i].dtype()) {
+      return false;
+    }
+  }
+  if (src[0]->shape() != src[1]->shape() || src[0]->strides() != src[1]->strides() ||
+      update[0]->shape() != update[1]->shape() || update[0]->size() == 0) {
+    return false;
+  }
+  const Stream& s = p.stream();
+  const array& model = *src[0];
+  auto [strides, offset] = views::slice_strides(model.strides(), first.start(), first.steps());
+  // One layout once collapsed (updates may differ in the strides of their
+  // axes of one element: the keys rotated, the values a transposed view).
+  if (collapse_contiguous_dims(update[0]->shape(), {update[0]->strides(), strides}) !=
+          collapse_contiguous_dims(update[1]->shape(), {update[1]->strides(), strides}) ||
+      !gpu::strided_copy(update[0]->shape(), update[0]->strides(), strides)) {
+    return false;
+  }
+  const void* from[2];
+  void* to[2];
+  for (int i = 0; i < 2; ++i) {
+    array donor = *src[i];
+    outputs[i].move_shared_buffer(donor);
+    to[i] = at(gpu::writable_device_ptr(outputs[i], s), offset, outputs[i]);
+    from[i] = gpu::device_ptr(*update[i], s);
+  }
+  gpu::copy_gpu_pair(update[0]->shape(), from, to, model.dtype(), update[0]->strides(), strides,
+                     s, "SliceUpdate");
+  return true;
+}
 
 void Reshape::eval_gpu(const std::vector<array>& inputs, array& out) {
   if (!views::reshape(inputs[0], out)) {

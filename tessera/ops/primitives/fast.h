@@ -105,6 +105,9 @@ class NormBase : public Custom {
   bool is_equivalent(const Primitive& other) const override;
   // What is_equivalent compares and export writes (each class below alike).
   auto parameters() const { return std::tie(eps_, has_weight_, has_bias_); }
+  float eps() const { return eps_; }
+  bool has_weight() const { return has_weight_; }
+  bool has_bias() const { return has_bias_; }
 
  protected:
   float eps_;
@@ -149,6 +152,10 @@ class RoPE : public Custom {
   TESSERA_PRIMITIVE_NAME(RoPE)
   bool is_equivalent(const Primitive& other) const override;
   auto parameters() const { return std::tie(dims_, traditional_, base_, scale_); }
+  int dims() const { return dims_; }
+  bool traditional() const { return traditional_; }
+  const std::optional<float>& base() const { return base_; }
+  float scale() const { return scale_; }
   bool use_fallback(const std::vector<array>& inputs) const override;
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override;
   TESSERA_EVAL_GPU_MULTI

@@ -23,6 +23,8 @@ class SliceRegion : public UnaryPrimitive {
   SliceRegion(Stream s, Shape start, Shape stop, Shape strides)
       : UnaryPrimitive(s), start_(std::move(start)), stop_(std::move(stop)),
         strides_(std::move(strides)) {}
+  const Shape& start() const { return start_; }
+  const Shape& steps() const { return strides_; }
 
  protected:
   Shape start_, stop_, strides_;
