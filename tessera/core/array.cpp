@@ -214,6 +214,22 @@ array::array(Shape shape, Dtype dtype, std::shared_ptr<Primitive> primitive,
              std::vector<array> inputs)
     : array(Empty{}, std::move(shape), dtype) {
   if (!primitive) return;  // a temporary for kernels: data comes from set_data
+  // Note [Views of evaluated arrays]
+  // A view (transpose, slice, broadcast...) of an evaluated array is made at
+  // once: it moves no data, and as a node it would cost a task of the
+  // stream's worker at every evaluation (a decoding step of a 1B model makes
+  // 112 of them, each layer's w.T of nn.Linear). A tracer stays a node, for
+  // the transform that reads its graph, and while a transform traces, every
+  // view stays a node (compile and export replay it, shapeless ones at other
+  // shapes); so does a view of an input whose task failed, whose error the
+  // view's evaluation reports.
+  if (primitive->is_view() && inputs.size() == 1 && !in_tracing()) {
+    const array& in = inputs[0];
+    if (in.is_available() && in.has_data() && !in.desc_->tracer && !in.error()) {
+      primitive->as_unary()->eval_cpu(inputs, *this);
+      return;
+    }
+  }
   auto node = std::allocate_shared<Node>(pool::Allocator<Node>());
   node->primitive = std::move(primitive);
   node->inputs = std::move(inputs);

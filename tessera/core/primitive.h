@@ -55,6 +55,9 @@ class Primitive {
   // This primitive as a UnaryPrimitive, or null: eval runs a single output's
   // kernel without a vector of outputs.
   UnaryPrimitive* as_unary() const { return unary_; }
+  // Whether its output is a view of its one input, made on any device by
+  // eval_cpu without moving data (TESSERA_VIEW_PRIMITIVE).
+  virtual bool is_view() const { return false; }
 
  protected:
   UnaryPrimitive* unary_ = nullptr;
@@ -146,6 +149,7 @@ class UnaryPrimitive : public Primitive {
   void eval_view(const array& in, array& out);                                             \
   void eval_cpu(const std::vector<array>& inputs, array& out) override { eval_view(inputs[0], out); } \
   void eval_gpu(const std::vector<array>& inputs, array& out) override { eval_view(inputs[0], out); } \
+  bool is_view() const override { return true; }                                            \
   TESSERA_PRIMITIVE_NAME(NAME)                                                              \
   TESSERA_TRANSFORM_RULES                                                                   \
   TESSERA_PARAMETERS(__VA_ARGS__)

@@ -187,6 +187,49 @@ TEST(Eval, BroadcastIsAView) {
   EXPECT_THROW(broadcast_to(a, {2, 4}), std::invalid_argument);
 }
 
+// Note [Views of evaluated arrays] (core/array.cpp): a view of an evaluated
+// array is made at once and shares its buffer; a view of an unevaluated one,
+// of a tracer, of one whose evaluation failed, or any view while a transform
+// traces, stays a node.
+TEST(Eval, ViewsOfEvaluatedArraysAreMadeAtOnce) {
+  array a = reshape(arange(6.0f), {2, 3});
+  array lazy = transpose(a);
+  EXPECT_TRUE(lazy.has_primitive());
+  eval(a);
+  array t = transpose(a), s = slice(a, {0, 1}, {2, 3}), b = broadcast_to(a, {4, 2, 3});
+  for (const array& v : {t, s, b}) {
+    EXPECT_TRUE(v.is_available());
+    EXPECT_FALSE(v.has_primitive());
+  }
+  EXPECT_EQ(t.strides(), (Strides{1, 3}));
+  EXPECT_EQ(t.data<float>(), a.data<float>());
+  EXPECT_EQ(s.data<float>(), a.data<float>() + 1);
+  EXPECT_TRUE(array_equal(lazy, t).item<bool>());
+  array c = copy(s);
+  eval(c);
+  EXPECT_EQ(c.data<float>()[3], 5.f);  // s is {{1, 2}, {4, 5}}
+
+  // A tracer's view, and a constant's view while a transform traces.
+  auto [out, grads] = vjp(
+      [&](const std::vector<array>& x) {
+        array ct = transpose(a);
+        EXPECT_TRUE(ct.has_primitive());
+        array xt = transpose(x[0]);
+        EXPECT_TRUE(xt.has_primitive());
+        return std::vector{sum(multiply(xt, ct))};
+      },
+      {full({2, 3}, 2.f)}, {array(1.f)});
+  EXPECT_TRUE(array_equal(grads[0], a).item<bool>());
+  EXPECT_EQ(out[0].item<float>(), 30.f);
+
+  // A failed evaluation: the view reports its error.
+  array bad = linalg::inv(zeros({2, 2}), Device::cpu);
+  EXPECT_THROW(eval(bad), std::invalid_argument);
+  array bad_view = transpose(bad);
+  EXPECT_TRUE(bad_view.has_primitive());
+  EXPECT_THROW(eval(bad_view), std::invalid_argument);
+}
+
 TEST(Eval, LongChainNeitherOverflowsNorLeaks) {
   // 10^6 nodes: topological sort and release are iterative.
   array x(0.0f);
@@ -412,20 +455,22 @@ TEST(Utils, ResultTypeAndNormalizeAxisIndex) {
 }
 
 // Note [Grouped products]: the products of one x in a tape (evaluation order)
-// run as one task at the first one's place, the views of the later ones'
-// weights just before it; a product that needs another's result stays alone.
-TEST(GroupedProducts, ProductsOfOneXAndTheirWeightViewsFormOneGroup) {
+// run as one task at the first one's place, the nodes that make the later
+// ones' weights from evaluated arrays (reshapes here) just before it; a
+// product that needs another's result stays alone.
+TEST(GroupedProducts, ProductsOfOneXAndTheirWeightNodesFormOneGroup) {
   array x = ones({1, 8});
+  std::vector<int> ns{8, 4, 4, 2, 3};
   std::vector<array> w;
-  for (int n : {8, 4, 4, 2, 3}) w.push_back(full({n, 8}, 0.5f));
+  for (int n : ns) w.push_back(full({8 * n}, 0.5f));
   eval(x, w[0], w[1], w[2], w[3], w[4]);
   array h = multiply(x, array(2.f));
   std::vector<array> t, y;
-  for (auto& wi : w) {
-    t.push_back(transpose(wi));
+  for (size_t i = 0; i < w.size(); ++i) {
+    t.push_back(reshape(w[i], {8, ns[i]}));
     y.push_back(matmul(h, t.back()));
   }
-  // As eval walks it: h, then each product after its weight's view.
+  // As eval walks it: h, then each product after its weight's node.
   std::vector<array> tape{h};
   for (size_t i = 0; i < w.size(); ++i) tape.insert(tape.end(), {t[i], y[i]});
   auto groups = group_tasks(tape);
@@ -437,7 +482,7 @@ TEST(GroupedProducts, ProductsOfOneXAndTheirWeightViewsFormOneGroup) {
   // A product whose weight is made from the first product's result: no group.
   array ty0 = transpose(y[0]);
   array m = matmul(ty0, h);
-  array s = add(w[0], m);
+  array s = add(t[0], m);
   array dependent = transpose(s);
   array z = matmul(h, dependent);
   EXPECT_TRUE(group_tasks({h, t[0], y[0], ty0, m, s, dependent, z}).empty());
@@ -452,7 +497,8 @@ TEST(GroupedProducts, ProductsOfOneXAndTheirWeightViewsFormOneGroup) {
 }
 
 // Note [Fused pairs]: an Add and the norm of its sum; two rotations of equal
-// parameters, the second's views run before the pair; two slice updates. A
+// parameters, the node that makes the second's input run before the pair;
+// two slice updates. A
 // second norm of the same sum, a rotation of the first's result, and nodes of
 // another stream stay alone.
 TEST(GroupedProducts, PairsOfASumAndItsNormOfRotationsAndOfUpdatesFormGroups) {
@@ -468,7 +514,8 @@ TEST(GroupedProducts, PairsOfASumAndItsNormOfRotationsAndOfUpdatesFormGroups) {
   EXPECT_EQ(groups[0].kind, GroupKind::add_norm);
   EXPECT_EQ(groups[0].members, (std::vector<size_t>{0, 1}));
 
-  array tq = transpose(q0, {0, 2, 1, 3}), tk = transpose(k0, {0, 2, 1, 3});
+  // Heads of queries and keys, (1, 1, heads, 8) seen as (1, heads, 1, 8).
+  array tq = reshape(q0, {1, 4, 1, 8}), tk = reshape(k0, {1, 2, 1, 8});
   array q = fast::rope(tq, 8, false, 10000.f, 1.f, 3);
   array k = fast::rope(tk, 8, false, 10000.f, 1.f, 3);
   array other = fast::rope(tk, 8, true, 10000.f, 1.f, 3);  // another rotation: alone
