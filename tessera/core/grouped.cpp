@@ -17,21 +17,35 @@ constexpr size_t kWindow = 8;      // latest groups searched: members sit close 
 constexpr int kHoistDepth = 3;     // nodes between a member and its evaluated inputs
 constexpr size_t kHoistReach = 16; // tape places searched back for such a node
 
-bool named(const array& a, const char* name) {
-  return std::strcmp(a.primitive().name(), name) == 0;
-}
+// What a tape node may be in a group. Nodes are told apart by their
+// primitive's name once per tape.
+enum class Role : uint8_t { none, product, add, norm, rope, update };
 
-// An unevaluated node of one output that is no tracer.
-bool plain_node(const array& a) {
-  return a.has_primitive() && !a.is_tracer() && a.node()->num_outputs() == 1;
-}
-
-// A Matmul or QuantizedMatmul node of few rows of x.
-bool product(const array& a) {
-  if (!a.has_primitive() || a.is_tracer()) return false;
-  if (!named(a, "Matmul") && !named(a, "QuantizedMatmul")) return false;
-  const array& x = a.inputs()[0];
-  return x.ndim() > 0 && x.shape(-1) > 0 && int64_t(x.size() / x.shape(-1)) <= kMaxRows;
+// A Matmul or QuantizedMatmul node of few rows of x; an Add, norm, RoPE or
+// SliceUpdate node of one output. None is a tracer.
+Role role_of(const array& a) {
+  if (!a.has_primitive() || a.is_tracer()) return Role::none;
+  const char* n = a.primitive().name();
+  auto is = [n](const char* name) { return std::strcmp(n, name) == 0; };
+  if (is("Matmul") || is("QuantizedMatmul")) {
+    const array& x = a.inputs()[0];
+    const bool few_rows =
+        x.ndim() > 0 && x.shape(-1) > 0 && int64_t(x.size() / x.shape(-1)) <= kMaxRows;
+    return few_rows ? Role::product : Role::none;
+  }
+  if (a.node()->num_outputs() != 1) return Role::none;
+  switch (n[0]) {
+    case 'A':
+      return is("Add") ? Role::add : Role::none;
+    case 'R':
+      return is("RMSNorm") ? Role::norm : is("RoPE") ? Role::rope : Role::none;
+    case 'L':
+      return is("LayerNorm") ? Role::norm : Role::none;
+    case 'S':
+      return is("SliceUpdate") ? Role::update : Role::none;
+    default:
+      return Role::none;
+  }
 }
 
 bool same_product_group(const array& leader, const array& a) {
@@ -40,10 +54,6 @@ bool same_product_group(const array& leader, const array& a) {
   return std::strcmp(p.name(), q.name()) == 0 && p.stream() == q.stream() &&
          leader.dtype() == a.dtype() && leader.inputs()[0].is_same(a.inputs()[0]) &&
          p.is_equivalent(q);
-}
-
-bool norm(const array& a) {
-  return plain_node(a) && (named(a, "RMSNorm") || named(a, "LayerNorm"));
 }
 
 // The members of a pair of one kind: nodes of one primitive name, one stream,
@@ -76,14 +86,25 @@ constexpr size_t kInPlace = ~size_t(0);
 // to one group at most.
 class Planner {
  public:
-  explicit Planner(const std::vector<array>& tape)
-      : tape_(tape), run_at_(tape.size(), kInPlace), leads_(tape.size(), false),
-        member_(tape.size(), false) {}
+  explicit Planner(const std::vector<array>& tape) : tape_(tape) {
+    roles_.reserve(tape.size());
+    for (const array& a : tape) {
+      roles_.push_back(role_of(a));
+      candidates_ += roles_.back() != Role::none;
+    }
+    if (candidates_ < 2) return;
+    run_at_.assign(tape.size(), kInPlace);
+    leads_.assign(tape.size(), false);
+    member_.assign(tape.size(), false);
+  }
+
+  // Whether any group can form.
+  bool worth_it() const { return candidates_ >= 2; }
 
   void products() {
     std::vector<size_t> open;  // groups that take members
     for (size_t i = 0; i < tape_.size(); ++i) {
-      if (!product(tape_[i])) continue;
+      if (roles_[i] != Role::product) continue;
       if (!join_recent(open, i, kMaxMembers, 1, same_product_group)) {
         open.push_back(start(GroupKind::products, i));
       }
@@ -93,13 +114,13 @@ class Planner {
   // An Add at most kHoistReach places before the norm of its sum.
   void add_norms() {
     for (size_t i = 0; i < tape_.size(); ++i) {
-      if (!norm(tape_[i]) || run_at_[i] != kInPlace || leads_[i]) continue;
+      if (roles_[i] != Role::norm || run_at_[i] != kInPlace || leads_[i]) continue;
       const array& sum = tape_[i].inputs()[0];
       if (sum.status() != ArrayStatus::unscheduled) continue;
       const size_t reach = i > kHoistReach ? i - kHoistReach : 0;
       for (size_t j = i; j-- > reach;) {
         if (!tape_[j].has_primitive() || tape_[j].node() != sum.node()) continue;
-        if (plain_node(tape_[j]) && named(tape_[j], "Add") && run_at_[j] == kInPlace &&
+        if (roles_[j] == Role::add && run_at_[j] == kInPlace &&
             !leads_[j] && tape_[j].primitive().stream() == tape_[i].primitive().stream()) {
           std::vector<size_t> places;
           if (inputs_ready(i, 1, j, places)) join(start(GroupKind::add_norm, j), i, places);
@@ -109,12 +130,11 @@ class Planner {
     }
   }
 
-  // Two nodes named `name` of equivalent parameters.
-  void pairs(GroupKind kind, const char* name) {
+  // Two nodes of one role and equivalent parameters.
+  void pairs(GroupKind kind, Role role) {
     std::vector<size_t> open;
     for (size_t i = 0; i < tape_.size(); ++i) {
-      const array& a = tape_[i];
-      if (!plain_node(a) || !named(a, name) || run_at_[i] != kInPlace || leads_[i]) continue;
+      if (roles_[i] != role || run_at_[i] != kInPlace || leads_[i]) continue;
       if (!join_recent(open, i, 2, 0, same_pair)) open.push_back(start(kind, i));
     }
   }
@@ -185,7 +205,8 @@ class Planner {
       const size_t at = run_at_[p] == kInPlace ? p : run_at_[p];
       if (at < leader) return true;
       if (at == leader && at != p) return !member_[p];  // hoisted for this group already
-      if (at != p || p == leader || leads_[p] || depth == 0 || in.is_tracer() || product(in)) {
+      if (at != p || p == leader || leads_[p] || depth == 0 || in.is_tracer() ||
+          roles_[p] == Role::product) {
         return false;
       }
       for (const array& next : in.inputs()) {
@@ -198,6 +219,8 @@ class Planner {
   }
 
   const std::vector<array>& tape_;
+  std::vector<Role> roles_;
+  size_t candidates_ = 0;
   std::vector<size_t> run_at_;  // where members and hoisted nodes run: their leader's place
   std::vector<bool> leads_, member_;
   std::vector<TaskGroup> groups_;
@@ -298,11 +321,12 @@ void FusedPair::eval_cpu(const std::vector<array>& inputs, std::vector<array>& o
 std::vector<TaskGroup> group_tasks(const std::vector<array>& tape) {
   if (tape.size() < 2) return {};
   Planner planner(tape);
+  if (!planner.worth_it()) return {};
   if (group_products_on()) planner.products();
   if (fuse_pairs()) {
     planner.add_norms();
-    planner.pairs(GroupKind::rope_pair, "RoPE");
-    planner.pairs(GroupKind::update_pair, "SliceUpdate");
+    planner.pairs(GroupKind::rope_pair, Role::rope);
+    planner.pairs(GroupKind::update_pair, Role::update);
   }
   return planner.take();
 }
