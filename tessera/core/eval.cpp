@@ -317,6 +317,20 @@ NodeTask node_task(array arr) {
   return task;
 }
 
+// Takes the node at tape place i, no tracer and of one output, into a group's
+// task: its output joins the task's outputs (scheduled, the node detached);
+// returns the node's primitive and inputs.
+std::pair<std::shared_ptr<Primitive>, std::vector<array>> take_member(Tape& tape, size_t i,
+                                                                      NodeTask& task) {
+  array arr = std::move(tape[i]);
+  auto* n = arr.node();
+  std::pair member{std::move(n->primitive), std::move(n->inputs)};
+  arr.set_status(ArrayStatus::scheduled);
+  arr.detach();
+  task.outputs.push_back(std::move(arr));
+  return member;
+}
+
 // One task for the products of a group (tape positions `members`, none a
 // tracer): the members' outputs, x and then each member's other inputs.
 NodeTask grouped_task(Tape& tape, const std::vector<size_t>& members) {
@@ -324,15 +338,12 @@ NodeTask grouped_task(Tape& tape, const std::vector<size_t>& members) {
   std::vector<std::shared_ptr<Primitive>> primitives;
   std::vector<int> arity;
   for (size_t i : members) {
-    array arr = std::move(tape[i]);
-    auto* n = arr.node();
-    if (task.inputs.empty()) task.inputs.push_back(n->inputs[0]);
-    arity.push_back(static_cast<int>(n->inputs.size()));
-    for (size_t j = 1; j < n->inputs.size(); ++j) task.inputs.push_back(std::move(n->inputs[j]));
-    primitives.push_back(std::move(n->primitive));
-    arr.set_status(ArrayStatus::scheduled);
-    arr.detach();
-    task.outputs.push_back(std::move(arr));
+    auto [primitive, inputs] = take_member(tape, i, task);
+    if (task.inputs.empty()) task.inputs.push_back(inputs[0]);
+    arity.push_back(static_cast<int>(inputs.size()));
+    task.inputs.insert(task.inputs.end(), std::make_move_iterator(inputs.begin() + 1),
+                       std::make_move_iterator(inputs.end()));
+    primitives.push_back(std::move(primitive));
   }
   const Stream stream = primitives[0]->stream();
   task.primitive =
@@ -345,22 +356,16 @@ NodeTask grouped_task(Tape& tape, const std::vector<size_t>& members) {
 // its x, which is the first's output).
 NodeTask pair_task(Tape& tape, const TaskGroup& group) {
   NodeTask task;
-  std::shared_ptr<Primitive> primitives[2];
-  int first_arity = 0;
-  for (size_t m = 0; m < 2; ++m) {
-    array arr = std::move(tape[group.members[m]]);
-    auto* n = arr.node();
-    const size_t skip = m == 1 && group.kind == GroupKind::add_norm ? 1 : 0;
-    if (m == 0) first_arity = static_cast<int>(n->inputs.size());
-    for (size_t j = skip; j < n->inputs.size(); ++j) task.inputs.push_back(std::move(n->inputs[j]));
-    primitives[m] = std::move(n->primitive);
-    arr.set_status(ArrayStatus::scheduled);
-    arr.detach();
-    task.outputs.push_back(std::move(arr));
-  }
-  const Stream stream = primitives[0]->stream();
-  task.primitive = std::make_shared<FusedPair>(stream, group.kind, std::move(primitives[0]),
-                                               std::move(primitives[1]), first_arity);
+  auto [first, first_inputs] = take_member(tape, group.members[0], task);
+  auto [second, second_inputs] = take_member(tape, group.members[1], task);
+  const int first_arity = static_cast<int>(first_inputs.size());
+  task.inputs = std::move(first_inputs);
+  const size_t skip = group.kind == GroupKind::add_norm ? 1 : 0;
+  task.inputs.insert(task.inputs.end(), std::make_move_iterator(second_inputs.begin() + skip),
+                     std::make_move_iterator(second_inputs.end()));
+  const Stream stream = first->stream();
+  task.primitive = std::make_shared<FusedPair>(stream, group.kind, std::move(first),
+                                               std::move(second), first_arity);
   return task;
 }
 

@@ -48,36 +48,24 @@ Role role_of(const array& a) {
   }
 }
 
-bool same_product_group(const array& leader, const array& a) {
-  const Primitive& p = leader.primitive();
-  const Primitive& q = a.primitive();
-  return std::strcmp(p.name(), q.name()) == 0 && p.stream() == q.stream() &&
-         leader.dtype() == a.dtype() && leader.inputs()[0].is_same(a.inputs()[0]) &&
-         p.is_equivalent(q);
-}
-
-// The members of a pair of one kind: nodes of one primitive name, one stream,
-// one dtype and equivalent parameters.
+// The members of a pair of one kind: nodes of one role, one stream, one dtype
+// and equivalent parameters.
 bool same_pair(const array& leader, const array& a) {
   const Primitive& p = leader.primitive();
   const Primitive& q = a.primitive();
   return p.stream() == q.stream() && leader.dtype() == a.dtype() && p.is_equivalent(q);
 }
 
-bool fuse_pairs() {
-  static const bool on = [] {
-    const char* v = std::getenv("TESSERA_FUSE_PAIRS");
-    return !(v && std::strcmp(v, "0") == 0);
-  }();
-  return on;
+// Products of one primitive and one x, and as a pair's members.
+bool same_product_group(const array& leader, const array& a) {
+  return std::strcmp(leader.primitive().name(), a.primitive().name()) == 0 &&
+         leader.inputs()[0].is_same(a.inputs()[0]) && same_pair(leader, a);
 }
 
-bool group_products_on() {
-  static const bool on = [] {
-    const char* v = std::getenv("TESSERA_GROUP_PRODUCTS");
-    return !(v && std::strcmp(v, "0") == 0);
-  }();
-  return on;
+// Whether the environment variable `name` is "0" (a grouping turned off).
+bool turned_off(const char* name) {
+  const char* v = std::getenv(name);
+  return v && std::strcmp(v, "0") == 0;
 }
 
 constexpr size_t kInPlace = ~size_t(0);
@@ -322,8 +310,10 @@ std::vector<TaskGroup> group_tasks(const std::vector<array>& tape) {
   if (tape.size() < 2) return {};
   Planner planner(tape);
   if (!planner.worth_it()) return {};
-  if (group_products_on()) planner.products();
-  if (fuse_pairs()) {
+  static const bool products_off = turned_off("TESSERA_GROUP_PRODUCTS");
+  static const bool pairs_off = turned_off("TESSERA_FUSE_PAIRS");
+  if (!products_off) planner.products();
+  if (!pairs_off) {
     planner.add_norms();
     planner.pairs(GroupKind::rope_pair, Role::rope);
     planner.pairs(GroupKind::update_pair, Role::update);
