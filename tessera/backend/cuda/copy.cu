@@ -255,26 +255,23 @@ void copy_gpu(const Shape& shape, const void* src, Dtype src_t, const Strides& s
   });
 }
 
-bool strided_copy(const Shape& shape, const Strides& src_strides, const Strides& dst_strides) {
+bool strided_copy(const CopyLayout& c) {
+  const auto& [shape, strides] = c;
   if (shape_size(shape) == 0) return false;
-  auto [cshape, cstrides] = tessera::collapse_contiguous_dims(shape, {src_strides, dst_strides});
-  const Strides& in_str = cstrides[0];
-  const Strides& out_str = cstrides[1];
-  if (cshape.size() == 1 && in_str[0] == 1 && out_str[0] == 1) return false;
-  return !views::transpose_plan(cshape, in_str, out_str, 16);
+  if (shape.size() == 1 && strides[0][0] == 1 && strides[1][0] == 1) return false;
+  return !views::transpose_plan(shape, strides[0], strides[1], 16);
 }
 
-void copy_gpu_pair(const Shape& shape, const void* const src[2], void* const dst[2], Dtype t,
-                   const Strides& src_strides, const Strides& dst_strides, const Stream& s,
-                   const char* op) {
-  if (!strided_copy(shape, src_strides, dst_strides)) {
+void copy_gpu_pair(const CopyLayout& c, const void* const src[2], void* const dst[2], Dtype t,
+                   const Stream& s, const char* op) {
+  if (!strided_copy(c)) {
     throw std::logic_error(std::string("[") + op + "] a pair of copies without a strided kernel (bug)");
   }
-  auto [cshape, cstrides] = tessera::collapse_contiguous_dims(shape, {src_strides, dst_strides});
+  const auto& [shape, strides] = c;
   dispatch_width(t, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    copy_general(static_cast<const T*>(src[0]), static_cast<T*>(dst[0]), cshape, cstrides[0],
-                 cstrides[1], nullptr, nullptr, cuda_stream(s), op, static_cast<const T*>(src[1]),
+    copy_general(static_cast<const T*>(src[0]), static_cast<T*>(dst[0]), shape, strides[0],
+                 strides[1], nullptr, nullptr, cuda_stream(s), op, static_cast<const T*>(src[1]),
                  static_cast<T*>(dst[1]));
   });
 }

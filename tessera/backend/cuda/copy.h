@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "tessera/core/array.h"
@@ -50,15 +51,17 @@ void copy_gpu(const Shape& shape, const void* src, Dtype src_t, const Strides& s
               const char* op, const int64_t* src_dyn = nullptr,
               const int64_t* dst_dyn = nullptr);
 
-// Whether a copy of this shape and these strides (one dtype) runs the strided
-// kernel: neither dense nor tiled.
-bool strided_copy(const Shape& shape, const Strides& src_strides, const Strides& dst_strides);
+// A copy's dimensions once collapsed (tessera::collapse_contiguous_dims over
+// the shape and {source strides, destination strides}).
+using CopyLayout = std::pair<Shape, std::vector<Strides>>;
 
-// Two such copies of one shape, dtype and layout in one launch, src[i] to
-// dst[i].
-void copy_gpu_pair(const Shape& shape, const void* const src[2], void* const dst[2], Dtype t,
-                   const Strides& src_strides, const Strides& dst_strides, const Stream& s,
-                   const char* op);
+// Whether a copy of this layout (one dtype) runs the strided kernel: neither
+// dense nor tiled.
+bool strided_copy(const CopyLayout& c);
+
+// Two such copies of one layout and dtype in one launch, src[i] to dst[i].
+void copy_gpu_pair(const CopyLayout& c, const void* const src[2], void* const dst[2], Dtype t,
+                   const Stream& s, const char* op);
 
 // n contiguous elements from src_t to dst_t; src may be dst when both types
 // have the same width (an in-place cast).

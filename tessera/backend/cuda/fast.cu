@@ -30,15 +30,24 @@ void dispatch_device_kernel(Dtype t, const char* op, F&& f) {
   });
 }
 
-// a itself when row-contiguous from a 16-byte aligned address, else a dense copy.
+// Whether the kernels read a as it is: row-contiguous from a 16-byte aligned address.
+bool is_dense(const array& a, const Stream& s) {
+  return a.flags().row_contiguous && gpu::aligned(gpu::device_ptr(a, s), 16);
+}
+
+// a itself when is_dense, else a dense copy.
 array dense(const array& a, const Stream& s, const char* op) {
-  if (a.flags().row_contiguous && gpu::aligned(gpu::device_ptr(a, s), 16)) return a;
+  if (is_dense(a, s)) return a;
   array d(a.shape(), a.dtype(), nullptr, {});
   gpu::copy_gpu_to_row_contiguous(a, d, s, op);
   return d;
 }
 
-// The arguments of a norm kernel over dense x (and weight, bias where given).
+// The place of the bias among a norm's inputs {x, weight?, bias?}, or -1.
+int bias_place(bool has_weight, bool has_bias) { return has_bias ? (has_weight ? 2 : 1) : -1; }
+
+// The arguments of a norm kernel over dense x (and weight, bias where given:
+// their places among inputs).
 struct Norm {
   array x;
   std::optional<array> w, b;
@@ -46,9 +55,9 @@ struct Norm {
   NormLaunch launch;
 };
 
-Norm prepare(const std::vector<array>& inputs, int weight, int bias, bool rms, float eps,
-             const Stream& s, const char* op) {
-  Norm n{dense(inputs[0], s, op), std::optional<array>(), std::optional<array>(), {}, {}};
+Norm prepare(const array& x, const std::vector<array>& inputs, int weight, int bias, bool rms,
+             float eps, const Stream& s, const char* op) {
+  Norm n{x, std::optional<array>(), std::optional<array>(), {}, {}};
   if (weight >= 0) n.w = dense(inputs[weight], s, op);
   if (bias >= 0) n.b = dense(inputs[bias], s, op);
   const int d = static_cast<int>(n.x.shape(-1));
@@ -69,7 +78,7 @@ Norm prepare(const std::vector<array>& inputs, int weight, int bias, bool rms, f
 
 void forward(const std::vector<array>& inputs, int weight, int bias, bool rms, float eps,
              array& out, const Stream& s, const char* op) {
-  Norm n = prepare(inputs, weight, bias, rms, eps, s, op);
+  Norm n = prepare(dense(inputs[0], s, op), inputs, weight, bias, rms, eps, s, op);
   n.args.out = gpu::allocate_output(out, s);
   dispatch_device_kernel(n.x.dtype(), op, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -80,8 +89,8 @@ void forward(const std::vector<array>& inputs, int weight, int bias, bool rms, f
 // inputs {x, weight?, bias?, cotangent}, outputs {dx, dweight?, dbias?}.
 void backward(const std::vector<array>& inputs, std::vector<array>& outputs, bool has_weight,
               bool has_bias, bool rms, float eps, const Stream& s, const char* op) {
-  Norm n = prepare(inputs, has_weight ? 1 : -1, has_bias ? (has_weight ? 2 : 1) : -1, rms, eps, s,
-                   op);
+  Norm n = prepare(dense(inputs[0], s, op), inputs, has_weight ? 1 : -1,
+                   bias_place(has_weight, has_bias), rms, eps, s, op);
   array cot = dense(inputs.back(), s, op);
   n.args.cot = gpu::device_ptr(cot, s);
   n.args.out = gpu::allocate_output(outputs[0], s);
@@ -115,7 +124,7 @@ void RMSNorm::eval_gpu(const std::vector<array>& inputs, std::vector<array>& out
 
 void LayerNorm::eval_gpu(const std::vector<array>& inputs, std::vector<array>& outputs) {
   if (use_fallback(inputs)) return Custom::eval_gpu(inputs, outputs);
-  forward(inputs, has_weight_ ? 1 : -1, has_bias_ ? (has_weight_ ? 2 : 1) : -1, false, eps_,
+  forward(inputs, has_weight_ ? 1 : -1, bias_place(has_weight_, has_bias_), false, eps_,
           outputs[0], stream(), "LayerNorm");
 }
 
@@ -202,7 +211,7 @@ namespace tessera::gpu {
 using namespace fast_kernels;
 
 // inputs {a, b, weight?, bias?}, outputs {a + b, its norm}: a, b and the sum
-// of one shape and kernel dtype, dense from 16-byte aligned addresses.
+// of one shape and kernel dtype, a and b dense (fast::is_dense).
 bool add_norm(const FusedPair& p, const std::vector<array>& inputs, std::vector<array>& outputs) {
   const auto& norm = static_cast<const fast::NormBase&>(p.second());
   const array &a = inputs[0], &b = inputs[1];
@@ -210,40 +219,20 @@ bool add_norm(const FusedPair& p, const std::vector<array>& inputs, std::vector<
   const Stream& s = p.stream();
   std::vector<array> norm_inputs = p.second_inputs(inputs, outputs);
   if (norm.use_fallback(norm_inputs) || a.dtype() != sum.dtype() || b.dtype() != sum.dtype() ||
-      a.shape() != sum.shape() || b.shape() != sum.shape() || !a.flags().row_contiguous ||
-      !b.flags().row_contiguous) {
+      a.shape() != sum.shape() || b.shape() != sum.shape() || !fast::is_dense(a, s) ||
+      !fast::is_dense(b, s)) {
     return false;
   }
-  const void* pa = device_ptr(a, s);
-  const void* pb = device_ptr(b, s);
-  if (!aligned(pa, 16) || !aligned(pb, 16)) return false;
-  const bool rms = std::strcmp(norm.name(), "RMSNorm") == 0;
-  const int weight = norm.has_weight() ? 1 : -1;
-  const int bias = norm.has_bias() ? (norm.has_weight() ? 2 : 1) : -1;
-  std::optional<array> w, bias_array;
-  NormArgs args{};
-  args.x = pa;
-  args.res = pb;
-  if (weight >= 0) {
-    w = fast::dense(norm_inputs[weight], s, "AddNorm");
-    args.w = device_ptr(*w, s);
-  }
-  if (bias >= 0) {
-    bias_array = fast::dense(norm_inputs[bias], s, "AddNorm");
-    args.b = device_ptr(*bias_array, s);
-  }
-  const int d = static_cast<int>(sum.shape(-1));
-  args.rows = static_cast<int64_t>(sum.size()) / d;
-  args.d = d;
-  args.eps = norm.eps();
-  args.rms = rms;
-  const NormLaunch launch = norm_launch(d, static_cast<int>(16 / sum.itemsize()), true);
-  if (launch.tpr == 0) return false;
-  args.sum = allocate_output(sum, s);
-  args.out = allocate_output(outputs[1], s);
+  // The norm's rows are a's: a is read as x, b as the residual.
+  fast::Norm n = fast::prepare(a, norm_inputs, norm.has_weight() ? 1 : -1,
+                               fast::bias_place(norm.has_weight(), norm.has_bias()),
+                               std::strcmp(norm.name(), "RMSNorm") == 0, norm.eps(), s, p.name());
+  n.args.res = device_ptr(b, s);
+  n.args.sum = allocate_output(sum, s);
+  n.args.out = allocate_output(outputs[1], s);
   fast::dispatch_device_kernel(sum.dtype(), p.name(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    TESSERA_CUDA_CHECK(norm_forward<T>(args, launch, cuda_stream(s)));
+    TESSERA_CUDA_CHECK(norm_forward<T>(n.args, n.launch, cuda_stream(s)));
   });
   return true;
 }

@@ -79,13 +79,18 @@ auto* at(V* base, int64_t offset, const array& a) {
   return static_cast<C*>(base) + offset * int64_t(a.itemsize());
 }
 
+// Whether src, used for the last time, is written in place.
+bool writable_in_place(const array& src) {
+  return src.is_donatable() && src.flags().contiguous && src.data_size() == src.size();
+}
+
 // out = src with the region (start, steps; update's shape), moved by the
 // device offset dyn when given, replaced by update.
 void slice_update_gpu(const array& src, const array& update, array& out, const Shape& start,
                       const Shape& steps, const array* dyn_starts,
                       const std::vector<int>* dyn_axes, const Stream& s, const char* op) {
   void* base;
-  if (src.is_donatable() && src.flags().contiguous && src.data_size() == src.size()) {
+  if (writable_in_place(src)) {
     array donor = src;
     out.move_shared_buffer(donor);
     base = gpu::writable_device_ptr(out, s);
@@ -116,8 +121,8 @@ bool gpu::slice_update_pair(const FusedPair& p, const std::vector<array>& inputs
   const array *src[2] = {&inputs[0], &inputs[2]}, *update[2] = {&inputs[1], &inputs[3]};
   for (int i = 0; i < 2; ++i) {
     const array &a = *src[i], &u = *update[i];
-    if (!a.is_donatable() || !a.flags().contiguous || a.data_size() != a.size() ||
-        u.dtype() != outputs[i].dtype() || a.dtype() != outputs[i].dtype()) {
+    if (!writable_in_place(a) || u.dtype() != outputs[i].dtype() ||
+        a.dtype() != outputs[i].dtype()) {
       return false;
     }
   }
@@ -130,9 +135,10 @@ bool gpu::slice_update_pair(const FusedPair& p, const std::vector<array>& inputs
   auto [strides, offset] = views::slice_strides(model.strides(), first.start(), first.steps());
   // One layout once collapsed (updates may differ in the strides of their
   // axes of one element: the keys rotated, the values a transposed view).
-  if (collapse_contiguous_dims(update[0]->shape(), {update[0]->strides(), strides}) !=
-          collapse_contiguous_dims(update[1]->shape(), {update[1]->strides(), strides}) ||
-      !gpu::strided_copy(update[0]->shape(), update[0]->strides(), strides)) {
+  const gpu::CopyLayout layout =
+      collapse_contiguous_dims(update[0]->shape(), {update[0]->strides(), strides});
+  if (layout != collapse_contiguous_dims(update[1]->shape(), {update[1]->strides(), strides}) ||
+      !gpu::strided_copy(layout)) {
     return false;
   }
   const void* from[2];
@@ -143,8 +149,7 @@ bool gpu::slice_update_pair(const FusedPair& p, const std::vector<array>& inputs
     to[i] = at(gpu::writable_device_ptr(outputs[i], s), offset, outputs[i]);
     from[i] = gpu::device_ptr(*update[i], s);
   }
-  gpu::copy_gpu_pair(update[0]->shape(), from, to, model.dtype(), update[0]->strides(), strides,
-                     s, "SliceUpdate");
+  gpu::copy_gpu_pair(layout, from, to, model.dtype(), s, "SliceUpdate");
   return true;
 }
 
