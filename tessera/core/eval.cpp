@@ -386,6 +386,7 @@ class Batcher {
     auto batch = std::make_shared<std::vector<NodeTask>>(std::move(tasks_));
     tasks_.clear();
     scheduler::enqueue(stream_, [batch, stream = stream_] {
+      gpu::begin_batch(stream);
       for (auto& t : *batch) t();
       gpu::flush(stream);
     });
@@ -442,6 +443,9 @@ void schedule(const std::vector<array>& outputs, bool synchronous) {
   } guard{inline_stream, nested};
   // The tasks to run on this thread (see Note [Inline evaluation]).
   std::vector<NodeTask> here = Scratch<std::vector<NodeTask>>::take();
+  // A stream worker evaluating a graph of its own launches what it recorded
+  // first (Note [Recorded batches] in backend/cuda/recording.cpp).
+  gpu::launch_recorded();
   retired().drain();
   {
     std::lock_guard lock(g_claim_mutex);

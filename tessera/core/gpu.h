@@ -22,8 +22,15 @@ void stream_created(const Stream& s);
 // Blocks until the GPU has run all work queued on s.
 void synchronize(const Stream& s);
 // Launches the work of s that the backend holds back to batch it (Note [Tiny
-// ops]); nothing for a CPU stream.
+// ops], Note [Recorded batches]); nothing for a CPU stream. Ends a batch.
 void flush(const Stream& s);
+// The calling thread runs a batch of s's tasks, which ends with flush(s):
+// meanwhile the kernels it queues on s may be recorded into a CUDA graph and
+// launched together (Note [Recorded batches] in backend/cuda/recording.cpp).
+void begin_batch(const Stream& s);
+// Launches what the calling thread has recorded and not launched yet: before
+// it waits for anything.
+void launch_recorded();
 // After a task's eval_gpu (also one that threw): frees the scratch memory it
 // took (stream-ordered) and lets its buffers be evicted again.
 void task_done(const Stream& s);

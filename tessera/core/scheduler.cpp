@@ -227,6 +227,9 @@ void set_available(array& a) {
 }
 
 void wait_available(const array& a) {
+  // Whoever makes a may wait for work this thread recorded (Note [Recorded
+  // batches] in backend/cuda/recording.cpp).
+  if (a.status() != ArrayStatus::available) gpu::launch_recorded();
   for (ArrayStatus s = a.status(); s != ArrayStatus::available; s = a.status()) {
     a.wait_status_change(s);
   }

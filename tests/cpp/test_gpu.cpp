@@ -4,9 +4,11 @@
 // is checked against a host computation.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include "tessera/core/gpu.h"
@@ -344,4 +346,64 @@ TEST(Residency, BorrowedDeviceMemoryIsReadNotWrittenNorEvicted) {
   EXPECT_TRUE(released);
   const array& co = owner;
   for (int j = 0; j < n; j += 997) ASSERT_EQ(co.data<float>()[j], 2 * v[j]) << j;
+}
+
+// Note [Recorded batches] (backend/cuda/recording.cpp): a stream worker
+// records the kernels of each batch into a CUDA graph and replays the graph of
+// an earlier batch updated with the new buffers and scalars. Steps of the same
+// ops are queued one after the other, each before the last is read (as a
+// decoding loop does), while a second thread reads every step's results as
+// they come and a CPU op reads a GPU result in between: each value is that of
+// its own step.
+TEST(Residency, RecordedBatchesGiveEachStepItsOwnValues) {
+  REQUIRE_GPU();
+  Stream g = new_stream(Device::gpu);
+  const int side = 64, n = side * side, steps = 48, chain = 12;
+  auto v = iota_values(n);
+  array x = host_array(v, {side, side});
+  array w = multiply(eye(side, float32, Device::gpu), array(2.f), g);  // doubles in a matmul
+  eval(x, w);
+  const double xsum = std::accumulate(v.begin(), v.end(), 0.0);
+  // After the chain, z = x / 2^chain + step * 2 * (1 - 2^-chain); the matmul
+  // by 2I and the transposed view keep the sum doubled.
+  auto expected_sum = [&](int step) {
+    const double f = std::ldexp(1.0, -chain);
+    return 2 * (xsum * f + static_cast<double>(n) * step * 2 * (1 - f));
+  };
+  std::vector<array> sums(steps, array(0.f)), rows(steps, array(0.f));
+  std::atomic<int> queued{0};
+  std::vector<double> read(steps, 0.0);
+  std::thread reader([&] {
+    for (int i = 0; i < steps; ++i) {
+      while (queued.load() <= i) std::this_thread::yield();
+      read[i] = sums[i].item<float>();
+    }
+  });
+  for (int step = 0; step < steps; ++step) {
+    array z = x;
+    for (int k = 0; k < chain; ++k) {
+      z = add(multiply(z, array(0.5f), g), array(static_cast<float>(step)), g);
+    }
+    z = transpose(matmul(z, w, g), g);
+    sums[step] = sum(z, false, g);
+    rows[step] = sum(z, 0, false, g);  // column sums of z's transpose: row sums of z
+    async_eval(sums[step], rows[step]);
+    queued.store(step + 1);
+    if (step > 0) {
+      // A CPU op on the last step's GPU result, queued while this one records.
+      array twice = multiply(rows[step - 1], array(2.f), Device::cpu);
+      const double f = std::ldexp(1.0, -chain);
+      for (int r = 0; r < side; r += 7) {
+        double want = 0;
+        for (int c = 0; c < side; ++c) want += v[r * side + c] * f + (step - 1) * 2 * (1 - f);
+        ASSERT_NEAR(twice.data<float>()[r], 4 * want, 1e-4 * std::abs(4 * want)) << step << " " << r;
+      }
+    }
+  }
+  reader.join();
+  for (int step = 0; step < steps; ++step) {
+    const double want = expected_sum(step);
+    ASSERT_NEAR(read[step], want, 1e-5 * want) << step;
+    ASSERT_NEAR(sums[step].item<float>(), want, 1e-5 * want) << step;
+  }
 }

@@ -101,6 +101,8 @@ size_t block_size(size_t bytes) {
 // Returns block p, last used on stream `index`, to the pool (never throws:
 // frees run in destructors).
 void pool_free_locked(void* p, int index) {
+  // Work still to be launched may use p (Note [Recorded batches]).
+  if (defer_free_locked(p, index)) return;
   if (cudaFreeAsync(p, stream_locked(index)) != cudaSuccess) cudaGetLastError();
 }
 

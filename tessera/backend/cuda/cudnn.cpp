@@ -48,6 +48,7 @@
 #include <cudnn_frontend.h>
 
 #include "tessera/backend/cuda/device.h"
+#include "tessera/backend/cuda/recording.h"
 #include "tessera/backend/cuda/matmul.h"
 
 // ---- the library, loaded at run time -----------------------------------------
@@ -306,6 +307,8 @@ template <typename Build>
 bool run(std::vector<int64_t> k, Build build, std::unordered_map<int64_t, void*>& pack,
          const Stream& s, const char* op, const char* what) {
   if (!usable()) return false;
+  // cuDNN may synchronise while it runs a plan: nothing of it is recorded.
+  gpu::NoRecording no_recording;
   cudaStream_t cs = gpu::cuda_stream(s);
   cudnnHandle_t h = handle(cs);
   const Plan& plan = plan_for(std::move(k), [&] { return build(h); });

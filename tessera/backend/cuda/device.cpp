@@ -72,6 +72,7 @@ CudaState::CudaState() {
 
 cudaStream_t stream_locked(int index) {
   auto& st = state();
+  settle_recording_locked(index);
   if (index < 0 || index >= static_cast<int>(st.streams.size()) || !st.streams[index]) {
     return st.copy_stream;
   }
@@ -111,16 +112,6 @@ void check_gpu_stream(const Stream& s) {
   }
 }
 
-namespace {
-
-// The cudaStream_t of GPU stream s.
-cudaStream_t gpu_stream_locked(const Stream& s) {
-  check_gpu_stream(s);
-  return stream_locked(s.index);
-}
-
-}  // namespace
-
 void stream_created(const Stream& s) {
   auto& st = state();
   cudaStream_t cs;
@@ -132,7 +123,8 @@ void stream_created(const Stream& s) {
 
 cudaStream_t cuda_stream(const Stream& s) {
   std::lock_guard l(state().mutex);
-  return gpu_stream_locked(s);
+  check_gpu_stream(s);
+  return launch_stream_locked(s.index);
 }
 
 void enqueue_tiny(const Stream& s, const TinyOp& op) {
@@ -141,7 +133,7 @@ void enqueue_tiny(const Stream& s, const TinyOp& op) {
   if (static_cast<int>(st.tiny.size()) <= s.index) st.tiny.resize(s.index + 1);
   auto& batch = st.tiny[s.index];
   if (!batch) batch = std::make_unique<TinyBatch>();
-  if (batch->count == kTinyBatch) stream_locked(s.index);  // launches the full batch
+  if (batch->count == kTinyBatch) launch_stream_locked(s.index);  // launches the full batch
   if (batch->count == kTinyBatch) {
     throw std::logic_error("[gpu::enqueue_tiny] stream " + std::to_string(s.index) +
                            " has no CUDA stream (bug)");
@@ -157,7 +149,8 @@ unsigned* zeroed_counters(const Stream& s, int64_t n) {
   if (static_cast<int>(st.counters.size()) <= s.index) st.counters.resize(s.index + 1, nullptr);
   unsigned*& b = st.counters[s.index];
   if (!b) {
-    cudaStream_t cs = gpu_stream_locked(s);
+    check_gpu_stream(s);
+    cudaStream_t cs = launch_stream_locked(s.index);
     void* p = nullptr;
     TESSERA_CUDA_CHECK(cudaMalloc(&p, kCounters * sizeof(unsigned)));
     TESSERA_CUDA_CHECK(cudaMemsetAsync(p, 0, kCounters * sizeof(unsigned), cs));
@@ -170,9 +163,14 @@ void flush(const Stream& s) {
   if (s.device != Device::gpu) return;
   std::lock_guard l(state().mutex);
   stream_locked(s.index);
+  end_batch_locked(s.index);
 }
 
-void synchronize(const Stream& s) { TESSERA_CUDA_CHECK(cudaStreamSynchronize(cuda_stream(s))); }
+void synchronize(const Stream& s) {
+  TESSERA_CUDA_CHECK(cudaStreamSynchronize(cuda_stream(s)));
+  std::lock_guard l(state().mutex);
+  check_recording_locked();
+}
 
 std::uintptr_t stream_handle(const Stream& s) {
   return reinterpret_cast<std::uintptr_t>(cuda_stream(s));

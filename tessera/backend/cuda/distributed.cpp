@@ -6,6 +6,7 @@
 
 #include "tessera/backend/cuda/copy.h"
 #include "tessera/backend/cuda/device.h"
+#include "tessera/backend/cuda/recording.h"
 #include "tessera/ops/primitives/distributed.h"
 
 namespace tessera {
@@ -13,6 +14,8 @@ namespace tessera {
 using distributed::detail::ReduceOp;
 
 void Distributed::eval_gpu(const std::vector<array>& inputs, array& out) {
+  // Collectives are not recorded into graphs (Note [Recorded batches]).
+  gpu::NoRecording no_recording;
   auto& comm = *comm_;
   if (!comm.device_memory()) {
     throw std::logic_error(std::string("[") + name() +

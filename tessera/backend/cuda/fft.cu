@@ -26,6 +26,7 @@
 
 #include "tessera/backend/cuda/copy.h"
 #include "tessera/backend/cuda/device.h"
+#include "tessera/backend/cuda/recording.h"
 #include "tessera/ops/primitives/fft.h"
 
 namespace tessera {
@@ -198,6 +199,8 @@ void one_point(const Shape& shape, const void* x, Dtype from, void* y, Dtype to,
 }  // namespace
 
 void FFT::eval_gpu(const std::vector<array>& inputs, array& out) {
+  // cuFFT's plans are not recorded into graphs (Note [Recorded batches]).
+  gpu::NoRecording no_recording;
   const auto& s = stream();
   const array& in = inputs[0];
   if (out.size() == 0) {

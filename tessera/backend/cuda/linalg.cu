@@ -20,6 +20,7 @@
 
 #include "tessera/backend/cuda/copy.h"
 #include "tessera/backend/cuda/device.h"
+#include "tessera/backend/cuda/recording.h"
 #include "tessera/ops/primitives/linalg.h"
 
 namespace tessera {
@@ -61,7 +62,10 @@ Solver& solver(int device, const char* op) {
 }
 
 // The handle, locked and bound to the stream of s, for the life of the object.
+// cuSOLVER synchronises: nothing of a session is recorded (Note [Recorded
+// batches] in recording.cpp).
 struct Session {
+  gpu::NoRecording no_recording;
   Solver& sv;
   std::unique_lock<std::mutex> lock;
   cudaStream_t stream;
@@ -153,8 +157,9 @@ void* output_copy(const array& in, array& out, const Stream& s, const char* op) 
 
 // Throws if any info of the batch is positive: what(i) says what it means.
 template <class What>
-void check_info(const int* info, int64_t batches, cudaStream_t stream, const char* op,
-                What what) {
+void check_info(const int* info, int64_t batches, const Stream& s, const char* op, What what) {
+  gpu::NoRecording no_recording;
+  cudaStream_t stream = gpu::cuda_stream(s);
   std::vector<int> host(batches);
   TESSERA_CUDA_CHECK(
       cudaMemcpyAsync(host.data(), info, batches * sizeof(int), cudaMemcpyDeviceToHost, stream));
@@ -349,7 +354,7 @@ void Solve::eval_gpu(const std::vector<array>& inputs, array& out) {
   }
   auto* info = static_cast<int*>(gpu::scratch(2 * batches * sizeof(int), s));
   lu_solve(lu, rhs, t, batches, n, k, CUBLAS_OP_T, info, s, op);
-  check_info(info, batches, gpu::cuda_stream(s), op, singular);
+  check_info(info, batches, s, op, singular);
   if (k != 1) from_col_major(rhs, n, n * k, x, batches, n, k, t, s, op);
 }
 
@@ -383,7 +388,7 @@ void Inverse::eval_gpu(const std::vector<array>& inputs, array& out) {
       }
       ws.finish(ss.stream);
     }
-    check_info(info, batches, gpu::cuda_stream(s), op, [](int i) {
+    check_info(info, batches, s, op, [](int i) {
       return "the matrix is singular: diagonal element " + std::to_string(i - 1) + " is zero";
     });
     zero_triangle(x, t, batches, n, n, !upper_, s, op);
@@ -395,7 +400,7 @@ void Inverse::eval_gpu(const std::vector<array>& inputs, array& out) {
   void* x = gpu::allocate_output(out, s);
   fill_identity(x, t, batches, n, s, op);
   lu_solve(lu, x, t, batches, n, n, CUBLAS_OP_N, info, s, op);
-  check_info(info, batches, gpu::cuda_stream(s), op, singular);
+  check_info(info, batches, s, op, singular);
 }
 
 // ---- Cholesky
@@ -426,7 +431,7 @@ void Cholesky::eval_gpu(const std::vector<array>& inputs, array& out) {
     }
     ws.finish(ss.stream);
   }
-  check_info(info, batches, gpu::cuda_stream(s), op, [](int i) {
+  check_info(info, batches, s, op, [](int i) {
     return "the matrix is not positive definite: its leading minor of order " + std::to_string(i) +
            " is not";
   });

@@ -113,7 +113,9 @@ void evict_locked(size_t bytes) {
   BufferStorage* b = st.lru_head;
   while (b && st.active + bytes > st.limit) {
     BufferStorage* next = b->lru_next;
-    if (b->in_use == 0 && !b->device_borrowed) {
+    // A device copy that another thread's recording may use stays (Note
+    // [Recorded batches] in recording.cpp).
+    if (b->in_use == 0 && !b->device_borrowed && !recorded_elsewhere_locked(b->device_stream)) {
       if (!b->host_valid) {
         cudaEvent_t e = queue_download_locked(b);
         TESSERA_CUDA_CHECK(cudaEventSynchronize(e));
@@ -253,6 +255,8 @@ void order_after_writer_locked(cudaStream_t waiter, BufferStorage* b) {
 // Makes the device copy of b exist and valid for work on stream s.
 // (The stream is obtained only to queue a wait: see Note [Tiny ops].)
 void ensure_device_locked(BufferStorage* b, const Stream& s) {
+  // Work of another stream that writes b may still be in a recording.
+  if (b->device_stream != s.index) settle_recording_locked(b->device_stream);
   mark_in_use_locked(b);
   make_device_valid_locked(b);
   if ((b->device_stream == kCopyStream && b->upload_event) || b->device_stream != s.index) {
@@ -332,6 +336,7 @@ void* scratch(size_t bytes, const Stream& s) {
 void task_done(const Stream&) {
   auto& st = state();
   std::lock_guard l(st.mutex);
+  launch_if_waited_for_locked();
   for (auto* b : tl_used) --b->in_use;
   tl_used.clear();
   for (auto& sc : tl_scratch) free_block_locked(sc.ptr, sc.bytes, sc.stream);
@@ -371,6 +376,11 @@ void* take_staging_locked() {
 void make_host_valid(BufferStorage* b) {
   auto& st = state();
   std::unique_lock l(st.mutex);
+  if (b->host_valid) return;
+  // The work that wrote b may be in a recording not launched yet; meanwhile
+  // another thread may have made the host copy valid.
+  settle_recording_locked(b->device_stream);
+  check_recording_locked();
   if (b->host_valid) return;
   ensure_host_block_locked(b);
   void* slot = b->size > 0 && b->size <= kStagingSlot && !host_pinned(b) ? take_staging_locked()
@@ -451,6 +461,7 @@ BufferStorage* borrow_device(void* ptr, size_t bytes, const Stream& s) {
 
 void* export_device(BufferStorage* b, std::intptr_t consumer_stream) {
   std::lock_guard l(state().mutex);
+  settle_recording_locked(b->device_stream);
   make_device_valid_locked(b);
   if (consumer_stream != -1) {
     cudaStream_t consumer = consumer_stream == 1   ? cudaStreamLegacy
@@ -475,6 +486,8 @@ void prefetch(const std::vector<BufferStorage*>& buffers) {
   std::lock_guard l(st.mutex);
   for (auto* b : buffers) {
     if (!b->host_valid || b->device_valid || b->size == 0) continue;
+    // An upload would wait for another thread's recording: the task uploads.
+    if (recorded_elsewhere_locked(b->device_stream)) continue;
     if (!b->device) {
       // Only into free memory: prefetching never evicts.
       b->device = device_alloc_locked(b->size, kCopyStream, /*evict=*/false);

@@ -49,6 +49,10 @@
 //   an allocation takes one back or clear_cache frees them (Note [Small
 //   blocks]).
 // - pool_slack, active, peak, limit: the counters of allocator.cpp.
+// - recordings: per stream index, the batch being recorded into a CUDA graph
+//   and the executable graphs kept for replay (Note [Recorded batches] in
+//   recording.cpp), owned; made on first use, never freed. recording_ended
+//   wakes the threads that wait for a recording to be launched.
 //
 // Stream indices: BufferStorage::device_stream (-1 before any GPU work) and
 // the keys of small_blocks are indices of GPU streams, or kCopyStream for the
@@ -58,9 +62,12 @@
 
 #include <cuda_runtime.h>
 
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <string>
+#include <thread>
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -74,6 +81,24 @@ namespace tessera::gpu {
 
 // The stream index that stands for the copy stream in BufferStorage::device_stream.
 inline constexpr int kCopyStream = -2;
+
+// A GPU stream's recording (Note [Recorded batches] in recording.cpp).
+struct Recording {
+  // The private stream that records; the graph is launched on the GPU stream.
+  cudaStream_t capture = nullptr;
+  bool active = false;
+  std::thread::id owner;
+  // Threads waiting for the recording to be launched (they need the stream).
+  int waiters = 0;
+  // Blocks to return to the pool after the launch (Note [Recorded batches]).
+  std::vector<void*> frees;
+  // Executable graphs by node count, the most recently used last.
+  std::vector<std::pair<size_t, cudaGraphExec_t>> execs;
+  // The share of recent recordings that needed a new executable graph, and
+  // the batches left before recording is tried again after too many did.
+  double misses = 0;
+  int paused = 0;
+};
 
 struct CudaState {
   std::mutex mutex;
@@ -100,6 +125,11 @@ struct CudaState {
   size_t active = 0;
   size_t peak = 0;
   size_t limit = 0;
+  std::vector<std::unique_ptr<Recording>> recordings;
+  std::condition_variable recording_ended;
+  // Set when a recording could not be launched: its work is lost, and
+  // synchronisations and downloads report it.
+  std::string recording_error;
 
   CudaState();
 };
@@ -122,6 +152,29 @@ void give_event_locked(cudaEvent_t e);
 void order_after_locked(cudaStream_t waiter, int index);
 // Throws std::logic_error (a bug) unless s is a GPU stream.
 void check_gpu_stream(const Stream& s);
+
+// recording.cpp (Note [Recorded batches])
+
+// The stream to queue kernels of stream `index` on: the recording stream
+// while this thread records a batch of it (it starts recording when allowed),
+// else stream_locked(index).
+cudaStream_t launch_stream_locked(int index);
+// Whether stream `index` is being recorded by another thread than the caller.
+bool recorded_elsewhere_locked(int index);
+// Called by stream_locked while stream `index` is being recorded: its owner
+// launches the recording, any other thread waits until it is launched (the
+// mutex is let go meanwhile: callers call it before they read what another
+// thread may change).
+void settle_recording_locked(int index);
+// Returns p to the pool after the recording of stream `index` is launched,
+// if one is active; false if none is.
+bool defer_free_locked(void* p, int index);
+// Throws the error of a recording that could not be launched.
+void check_recording_locked();
+// flush: the calling thread's batch of stream `index` ends.
+void end_batch_locked(int index);
+// task_done: the calling thread launches its recording if a thread waits for it.
+void launch_if_waited_for_locked();
 
 // allocator.cpp
 

@@ -9,6 +9,8 @@ int device_count() { return 0; }
 void stream_created(const Stream&) { throw std::logic_error("[gpu] no GPU stream can exist (bug)"); }
 void synchronize(const Stream&) {}
 void flush(const Stream&) {}
+void begin_batch(const Stream&) {}
+void launch_recorded() {}
 void task_done(const Stream&) {}
 void make_host_valid(allocator::BufferStorage*) {
   throw std::logic_error("[gpu] a buffer without a device copy is always valid on the host (bug)");
