@@ -379,6 +379,18 @@ TEST(Residency, RecordedBatchesGiveEachStepItsOwnValues) {
       read[i] = sums[i].item<float>();
     }
   });
+  // Lets the reader finish and joins it, also when an assertion ends the test.
+  struct Joiner {
+    std::thread& t;
+    std::atomic<int>& q;
+    int n;
+    void join() {
+      if (!t.joinable()) return;
+      q.store(n);
+      t.join();
+    }
+    ~Joiner() { join(); }
+  } joiner{reader, queued, steps};
   for (int step = 0; step < steps; ++step) {
     array z = x;
     for (int k = 0; k < chain; ++k) {
@@ -392,6 +404,7 @@ TEST(Residency, RecordedBatchesGiveEachStepItsOwnValues) {
     if (step > 0) {
       // A CPU op on the last step's GPU result, queued while this one records.
       array twice = multiply(rows[step - 1], array(2.f), Device::cpu);
+      eval(twice);
       const double f = std::ldexp(1.0, -chain);
       for (int r = 0; r < side; r += 7) {
         double want = 0;
@@ -400,7 +413,7 @@ TEST(Residency, RecordedBatchesGiveEachStepItsOwnValues) {
       }
     }
   }
-  reader.join();
+  joiner.join();
   for (int step = 0; step < steps; ++step) {
     const double want = expected_sum(step);
     ASSERT_NEAR(read[step], want, 1e-5 * want) << step;
