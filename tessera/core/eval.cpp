@@ -1,9 +1,14 @@
 #include "tessera/core/eval.h"
 
 #include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
+#include <string>
+#include <thread>
 #include <utility>
 
 #include "tessera/core/gpu.h"
@@ -428,6 +433,9 @@ void check_not_waiting_on_self(const std::vector<array>& tape) {
 // when nothing is queued on it, under the same lock: no cycle of waits.
 std::mutex g_claim_mutex;
 
+// True on the scheduling thread (Note [Scheduling thread]).
+thread_local bool tl_scheduling_thread = false;
+
 void schedule(const std::vector<array>& outputs, bool synchronous) {
   std::optional<Stream> inline_stream;
   bool nested = false;
@@ -446,7 +454,9 @@ void schedule(const std::vector<array>& outputs, bool synchronous) {
   // A stream worker evaluating a graph of its own launches what it recorded
   // first (Note [Recorded batches] in backend/cuda/recording.cpp).
   gpu::launch_recorded();
-  retired().drain();
+  // The scheduling thread leaves retired objects to the program's thread,
+  // which made them (Note [Scheduling thread]).
+  if (!tl_scheduling_thread) retired().drain();
   {
     std::lock_guard lock(g_claim_mutex);
     TapeInfo info;
@@ -505,11 +515,113 @@ void schedule(const std::vector<array>& outputs, bool synchronous) {
   Scratch<std::vector<NodeTask>>::give_back(std::move(here));
 }
 
+// Note [Scheduling thread]
+// async_eval called from a program's thread hands its outputs to a thread of
+// its own, which claims their graph and hands its tasks to the streams
+// (schedule), and returns at once. In mlx-lm's decoding loop the program's
+// thread builds step n + 1's graph, queues it and reads token n: once the GPU
+// stream's worker launched its kernels as recorded graphs, that thread
+// bounded a 1B model's step on an H100 (1.9 ms a token, of which schedule
+// took about a quarter: walking, grouping and handing over some 400 nodes).
+// The scheduling thread does that part meanwhile. eval, a read (array::wait)
+// and synchronize() first wait until every handed graph is scheduled, so that
+// a graph handed and read at once still runs where async_eval sent it; claims
+// stay exclusive (Note [Concurrent evaluation]) for the rest: an async_eval
+// inline (below) or another thread that reaches nodes of a handed graph first
+// claims them itself, and the scheduling thread skips them. What the stream
+// workers retire is still destroyed on the program's thread, which made it
+// (Note [Retired arrays]).
+// A stream worker (a nested evaluation) and a transform's trace schedule on
+// the calling thread, as does everything with TESSERA_SCHEDULING_THREAD=0. An
+// error while scheduling leaves the outputs it did not claim unscheduled: the
+// next eval or read of them schedules them again, and reports it.
+class SchedulingThread {
+ public:
+  static SchedulingThread& get() {
+    // Leaked on purpose, like the stream workers: it may hold arrays at exit.
+    static SchedulingThread* t = new SchedulingThread();
+    return *t;
+  }
+
+  void hand(std::vector<array> outputs) {
+    {
+      std::lock_guard l(mutex_);
+      jobs_.push_back(std::move(outputs));
+      pending_.fetch_add(1, std::memory_order_relaxed);
+    }
+    wake_.notify_one();
+  }
+
+  // Blocks until every handed graph is scheduled.
+  void wait_scheduled() {
+    if (pending_.load(std::memory_order_acquire) == 0) return;
+    std::unique_lock l(mutex_);
+    done_.wait(l, [&] { return pending_.load(std::memory_order_relaxed) == 0; });
+  }
+
+ private:
+  SchedulingThread() { std::thread([this] { run(); }).detach(); }
+
+  void run() {
+    tl_scheduling_thread = true;
+    std::unique_lock l(mutex_);
+    while (true) {
+      wake_.wait(l, [&] { return !jobs_.empty(); });
+      std::vector<array> job = std::move(jobs_.front());
+      jobs_.pop_front();
+      l.unlock();
+      try {
+        schedule(job, false);
+      } catch (...) {
+        // See the note: the next eval or read reports it.
+      }
+      job.clear();
+      l.lock();
+      pending_.fetch_sub(1, std::memory_order_release);
+      done_.notify_all();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  std::deque<std::vector<array>> jobs_;
+  std::atomic<size_t> pending_{0};
+};
+
+bool scheduling_thread_on() {
+  static const bool on = [] {
+    const char* v = std::getenv("TESSERA_SCHEDULING_THREAD");
+    return !(v && std::string(v) == "0");
+  }();
+  return on;
+}
+
 }  // namespace
 
-void async_eval(std::vector<array> outputs) { schedule(outputs, false); }
+namespace scheduler {
+void wait_handed() {
+  if (scheduling_thread_on() && current_stream_index() < 0 && !tl_scheduling_thread) {
+    SchedulingThread::get().wait_scheduled();
+  }
+}
+}  // namespace scheduler
+
+void async_eval(std::vector<array> outputs) {
+  bool hand = scheduling_thread_on() && scheduler::current_stream_index() < 0 &&
+              !array::in_tracing();
+  for (auto& out : outputs) hand = hand && !out.is_tracer();
+  if (!hand) {
+    schedule(outputs, false);
+    return;
+  }
+  retired().drain();
+  SchedulingThread::get().hand(std::move(outputs));
+}
 
 void eval(std::vector<array> outputs) {
+  // A graph handed to the scheduling thread goes to the streams it was meant
+  // for, also when it is read at once (Note [Scheduling thread]).
+  scheduler::wait_handed();
   schedule(outputs, true);
   for (auto& out : outputs) out.wait();
   retired().drain();

@@ -355,6 +355,7 @@ Stream to_stream(StreamOrDevice s, Device default_dev) {
 }
 
 void synchronize(Stream s) {
+  scheduler::wait_handed();
   auto& w = registry().worker(s.index);
   w.wait_for(w.next_seq() - 1);
   if (s.device == Device::gpu) gpu::synchronize(s);

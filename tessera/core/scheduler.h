@@ -34,6 +34,9 @@ void set_available(array& a);
 void wait_available(const array& a);
 // The stream index of the calling thread when it is a stream worker, else -1.
 int current_stream_index();
+// Blocks until every graph handed to the scheduling thread is scheduled (Note
+// [Scheduling thread] in core/eval.cpp).
+void wait_handed();
 
 // Note [Inline evaluation]
 // A synchronous eval whose whole graph is on one idle stream runs the tasks on
