@@ -160,3 +160,47 @@ def test_host_profile_counts_each_primitive_and_the_async_worker():
     quiet = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
                            timeout=120, check=True)
     assert "[host profile]" not in quiet.stderr
+
+
+def test_the_scheduling_thread_runs_handed_graphs_where_async_eval_sent_them():
+    # TESSERA_SCHEDULING_THREAD=1 (Note [Scheduling thread], core/eval.cpp):
+    # async_eval hands its graph to a thread that schedules it. A decoding-like
+    # loop (queue step i, read step i - 1) gets every step's own values, a graph
+    # handed and read at once still runs on the stream's worker, not inline,
+    # and synchronize() waits for what was handed.
+    import os
+    import subprocess
+    import sys
+
+    program = (
+        "import tessera.core as mx\n"
+        "mx.set_default_device(mx.cpu)\n"
+        "y = mx.zeros((64,))\n"
+        "ys = []\n"
+        "for i in range(300):\n"
+        "    y = y * 2.0 - y + 1.0\n"  # y + 1, through three ops
+        "    mx.async_eval(y)\n"
+        "    ys.append(y)\n"
+        "    if i:\n"
+        "        assert ys[i - 1].tolist() == [float(i)] * 64, (i, ys[i - 1].tolist()[:3])\n"
+        "last = ys[-1][:2] * 0.5\n"
+        "mx.async_eval(last)\n"
+        "mx.synchronize()\n"
+        "print(ys[-1].tolist()[0], last.tolist())\n"
+        "s = mx.sin(mx.ones((8,)))\n"
+        "mx.async_eval(s)\n"
+        "s.tolist()\n"
+    )
+    env = dict(os.environ, TESSERA_SCHEDULING_THREAD="1", TESSERA_HOST_PROFILE="1")
+    out = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True,
+                         text=True, timeout=120, check=True)
+    first, rest = out.stdout.split(" ", 1)
+    assert float(first) == 300.0
+    assert rest.strip() == "[150.0, 150.0]"
+    rows = {}
+    for line in out.stderr.splitlines():
+        parts = line.split()
+        if len(parts) == 7 and parts[1].isdigit():
+            rows[parts[0]] = (int(parts[1]), int(parts[2]))
+    assert rows["Sin"] == (1, 0)  # one task, on the worker
+    assert rows["Add"][1] == 0 and rows["Add"][0] >= 300

@@ -162,8 +162,8 @@ unsigned* zeroed_counters(const Stream& s, int64_t n) {
 void flush(const Stream& s) {
   if (s.device != Device::gpu) return;
   std::lock_guard l(state().mutex);
-  stream_locked(s.index);
   end_batch_locked(s.index);
+  stream_locked(s.index);
 }
 
 void synchronize(const Stream& s) {

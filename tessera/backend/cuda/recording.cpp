@@ -48,6 +48,13 @@ namespace tessera::gpu {
 //   launch (defer_free_locked); blocks of the free lists are taken again only
 //   by work of the same stream, recorded or queued after the launch;
 // - device copies whose stream another thread records are not evicted.
+// - a kernel's code may take the stream (the recording stream) and then end
+//   the recording before it launches (an allocation the free lists do not
+//   serve, NoRecording): that launch goes to the recording stream outside any
+//   recording. A recording that ends inside a task therefore leaves the
+//   recording stream ordered after its graph, and the GPU stream waits for
+//   the recording stream at the end of the task and before the next graph
+//   (join_stale_locked).
 // Library calls that synchronise or may not be recorded (cuSOLVER, cuDNN,
 // cuFFT, NCCL) run under NoRecording, after a launch. An allocation that the
 // free lists do not serve goes to the pool on the GPU stream, after a launch.
@@ -126,8 +133,26 @@ cudaGraphExec_t updated_exec_locked(Recording& r, cudaGraph_t graph, size_t node
   return nullptr;
 }
 
-// The owner ends the recording of stream `index` and launches it.
-void end_recording_locked(int index, Recording& r) {
+// Makes `waiter` wait for the work queued on `producer` so far.
+void order_locked(cudaStream_t waiter, cudaStream_t producer) {
+  cudaEvent_t e = take_event_locked();
+  if (cudaEventRecord(e, producer) != cudaSuccess || cudaStreamWaitEvent(waiter, e, 0) != cudaSuccess) {
+    cudaGetLastError();
+  }
+  give_event_locked(e);
+}
+
+// The GPU stream of `index` waits for what went to the recording stream
+// outside a recording (Note [Recorded batches]).
+void join_stale_locked(int index, Recording& r) {
+  if (!r.stale) return;
+  order_locked(state().streams[index], r.capture);
+}
+
+// The owner ends the recording of stream `index` and launches it; inside a
+// task (not at its end), launches of that task may still follow on the
+// recording stream.
+void end_recording_locked(int index, Recording& r, bool inside_task = true) {
   auto& st = state();
   const bool profiled = host_profile::enabled();
   const int64_t t0 = profiled ? host_profile::now_ns() : 0;
@@ -152,6 +177,7 @@ void end_recording_locked(int index, Recording& r) {
       fail_locked(err, "cudaGraphInstantiate");
     }
     if (exec) {
+      join_stale_locked(index, r);
       if ((err = cudaGraphLaunch(exec, stream)) != cudaSuccess) fail_locked(err, "cudaGraphLaunch");
       r.execs.emplace_back(nodes, exec);
       if (r.execs.size() > kExecs) {
@@ -168,6 +194,10 @@ void end_recording_locked(int index, Recording& r) {
     }
   }
   if (graph) cudaGraphDestroy(graph);
+  if (inside_task) {
+    order_locked(r.capture, stream);
+    r.stale = true;
+  }
   for (void* p : r.frees) {
     if (cudaFreeAsync(p, stream) != cudaSuccess) cudaGetLastError();
   }
@@ -213,6 +243,9 @@ bool recorded_elsewhere_locked(int index) {
 
 void settle_recording_locked(int index) {
   Recording* r = find_locked(index);
+  if (r && !r->active && r->stale && r->owner == std::this_thread::get_id()) {
+    join_stale_locked(index, *r);
+  }
   if (!r || !r->active) return;
   if (r->owner == std::this_thread::get_id()) {
     end_recording_locked(index, *r);
@@ -254,14 +287,31 @@ void launch_recorded() {
   }
 }
 
+// The end of a task or batch of the calling thread's batch stream: launches
+// that went to the recording stream outside a recording are joined.
+void task_boundary_locked() {
+  if (tl_batch < 0) return;
+  if (Recording* r = find_locked(tl_batch); r && r->stale) {
+    join_stale_locked(tl_batch, *r);
+    r->stale = false;
+  }
+}
+
 void end_batch_locked(int index) {
-  if (tl_batch == index) tl_batch = -1;
+  if (Recording* r = find_locked(index);
+      r && r->active && r->owner == std::this_thread::get_id()) {
+    end_recording_locked(index, *r, /*inside_task=*/false);
+  }
+  if (tl_batch != index) return;
+  task_boundary_locked();
+  tl_batch = -1;
 }
 
 void launch_if_waited_for_locked() {
+  task_boundary_locked();
   if (tl_recording < 0) return;
   if (Recording* r = find_locked(tl_recording); r && r->active && r->waiters > 0) {
-    end_recording_locked(tl_recording, *r);
+    end_recording_locked(tl_recording, *r, /*inside_task=*/false);
   }
 }
 

@@ -98,6 +98,9 @@ struct Recording {
   // the batches left before recording is tried again after too many did.
   double misses = 0;
   int paused = 0;
+  // A recording ended inside a task: launches of that task may still go to
+  // the recording stream, outside any recording (Note [Recorded batches]).
+  bool stale = false;
 };
 
 struct CudaState {
@@ -171,7 +174,8 @@ void settle_recording_locked(int index);
 bool defer_free_locked(void* p, int index);
 // Throws the error of a recording that could not be launched.
 void check_recording_locked();
-// flush: the calling thread's batch of stream `index` ends.
+// flush: the calling thread's batch of stream `index` ends (its recording is
+// launched).
 void end_batch_locked(int index);
 // task_done: the calling thread launches its recording if a thread waits for it.
 void launch_if_waited_for_locked();
