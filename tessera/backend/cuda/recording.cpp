@@ -59,8 +59,10 @@ namespace tessera::gpu {
 // cuFFT, NCCL) run under NoRecording, after a launch. An allocation that the
 // free lists do not serve goes to the pool on the GPU stream, after a launch.
 // Inline evaluations (a synchronous eval on the calling thread) record
-// nothing. TESSERA_GPU_GRAPHS=1 turns recording on (off by default until it
-// is measured on a GPU).
+// nothing. TESSERA_GPU_GRAPHS=1 turns recording on. It stays off by default
+// until the Python suite passes with it under load on a GPU (bench/results/
+// 2026-12-07-gpu-h100-recorded-batches-decode.md: a race, fixed since by
+// join_stale_locked, and not yet rerun there).
 
 namespace {
 
