@@ -331,3 +331,32 @@ def test_vmap_over_a_shared_weight_or_the_batched_operand(rng, device):
           np.einsum("vbmk,vkn->vbmn", xs, ws) + bias[:, None, None, :])
     close(mx.vmap(lambda b: mx.addmm(mx.array(bias[0]), mx.array(x), b))(mx.array(ws)),
           np.einsum("bmk,vkn->vbmn", x, ws) + bias[0])
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("a_shape,n", [((1, 2048), 300), ((1, 1, 7), 5), ((2, 3, 129), 66),
+                                       ((4, 1), 3), ((5, 16), 9)])
+def test_few_rows_by_a_half_precision_weight_match_float64(dtype, a_shape, n, rng, device):
+    # x @ w.T of nn.Linear with 16-bit weights: up to 4 rows in all read the
+    # weights once in place (Note [Half-precision GEMV]); 5 rows, a w that is
+    # not transposed and a batch of weights take the general product. Each
+    # against float64 on the values rounded to the dtype, to the output's
+    # rounding.
+    dt = getattr(mx, dtype)
+    k = a_shape[-1]
+    x = mx.array(rng.standard_normal(a_shape).astype(np.float32)).astype(dt)
+    w = mx.array(rng.standard_normal((n, k)).astype(np.float32)).astype(dt)
+    xs, ws = (np.array(v.astype(mx.float32)).astype(np.float64) for v in (x, w))
+    eps = 2.0 ** -8 if dtype == "bfloat16" else 2.0 ** -11
+    want = xs @ ws.T
+    for got in (x @ w.T, x @ mx.array(np.array(ws.T, np.float32)).astype(dt),
+                x @ mx.broadcast_to(w.T, a_shape[:-2] + (k, n)) if len(a_shape) > 2 else x @ w.T):
+        assert got.dtype == dt and got.shape == a_shape[:-1] + (n,)
+        g = np.array(got.astype(mx.float32)).astype(np.float64)
+        # The output's rounding, and float32 sums of k terms.
+        bound = eps * np.abs(want) + k * 2.0 ** -22 * (np.abs(xs) @ np.abs(ws).T) + 1e-30
+        np.testing.assert_array_less(np.abs(g - want), bound)
+    # x read through a stride gives the same values as x itself.
+    strided = mx.stack([x, -x], axis=-1).reshape(a_shape[:-1] + (2 * k,))[..., ::2]
+    np.testing.assert_array_equal(np.array((strided @ w.T).astype(mx.float32)),
+                                  np.array((x @ w.T).astype(mx.float32)))

@@ -30,6 +30,8 @@
 // functors' loops.
 #include "tessera/backend/cpu/vector_math.h"
 
+#include "tessera/core/half.h"
+
 #include <cfloat>
 #include <cstring>
 #include <stdexcept>
@@ -49,6 +51,11 @@
 #define TESSERA_VECTOR_MATH_SHARED
 namespace tessera::cpu {
 namespace {
+
+// A float16 (bf16 false) or bfloat16 value's float.
+inline float widen_half(bool bf16, uint16_t h) {
+  return bf16 ? detail::bf16_bits_to_float(h) : detail::half_bits_to_float(h);
+}
 
 // The arguments each routine is accurate for (lanes outside: the scalar functor).
 struct Range {
@@ -390,6 +397,47 @@ void Q4GroupDots(const uint32_t* w, const float* xt, int64_t K, int group_size, 
 #endif
 }
 
+// Note [Half-precision GEMV] (vector_math.h): for each weight row, the rows
+// of x one after another (the weight row stays in the first-level cache), two
+// accumulators each.
+void HalfRowDots(bool bf16, const uint16_t* w, int64_t ldw, const float* x, int64_t M, int64_t K,
+                 int64_t n0, int64_t n1, float* y, int64_t ldy) {
+  int64_t vector_end = 0;
+#if TESSERA_HAVE_HWY
+  const hn::ScalableTag<float> df;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(df));
+  vector_end = K / (2 * N) * (2 * N);
+  auto rows = [&](auto dh) {
+    using H = hn::TFromD<decltype(dh)>;
+    for (int64_t n = n0; n < n1; ++n) {
+      const H* wn = reinterpret_cast<const H*>(w + n * ldw);
+      for (int64_t m = 0; m < M; ++m) {
+        const float* xm = x + m * K;
+        auto a0 = hn::Zero(df), a1 = hn::Zero(df);
+        for (int64_t k = 0; k < vector_end; k += 2 * N) {
+          a0 = hn::MulAdd(hn::PromoteTo(df, hn::LoadU(dh, wn + k)), hn::LoadU(df, xm + k), a0);
+          a1 = hn::MulAdd(hn::PromoteTo(df, hn::LoadU(dh, wn + k + N)), hn::LoadU(df, xm + k + N),
+                          a1);
+        }
+        y[m * ldy + n] = hn::GetLane(hn::SumOfLanes(df, hn::Add(a0, a1)));
+      }
+    }
+  };
+  if (bf16) {
+    rows(hn::Rebind<hwy::bfloat16_t, decltype(df)>());
+  } else {
+    rows(hn::Rebind<hwy::float16_t, decltype(df)>());
+  }
+#endif
+  for (int64_t n = n0; n < n1; ++n) {
+    for (int64_t m = 0; m < M; ++m) {
+      float s = vector_end > 0 ? y[m * ldy + n] : 0.f;
+      for (int64_t k = vector_end; k < K; ++k) s += widen_half(bf16, w[n * ldw + k]) * x[m * K + k];
+      y[m * ldy + n] = s;
+    }
+  }
+}
+
 void QGroupDots(int bits, const uint32_t* w, const float* x, int64_t K, int group_size,
                 float* dots) {
   switch (bits) {
@@ -418,7 +466,17 @@ HWY_EXPORT(VectorLoopSpan);
 HWY_EXPORT(VectorBinarySpan);
 HWY_EXPORT(QGroupDots);
 HWY_EXPORT(Q4GroupDots);
+HWY_EXPORT(HalfRowDots);
 #endif
+
+void half_row_dots(bool bf16, const uint16_t* w, int64_t ldw, const float* x, int64_t M,
+                   int64_t K, int64_t n0, int64_t n1, float* y, int64_t ldy) {
+#if TESSERA_HAVE_HWY
+  HWY_DYNAMIC_DISPATCH(HalfRowDots)(bf16, w, ldw, x, M, K, n0, n1, y, ldy);
+#else
+  generic::HalfRowDots(bf16, w, ldw, x, M, K, n0, n1, y, ldy);
+#endif
+}
 
 void vector_math(VectorMath f, const float* x, float* y, int64_t n) {
   if (n <= 0) return;

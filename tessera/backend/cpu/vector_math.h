@@ -119,6 +119,15 @@ void q_group_dots(int bits, const uint32_t* w, const float* x, int64_t K, int gr
 void permute_q4_x(const float* x, int64_t K, float* xt);
 void q4_group_dots(const uint32_t* w, const float* xt, int64_t K, int group_size, float* dots);
 
+// Note [Half-precision GEMV]
+// y[m * ldy + n] = sum over k of x[m * K + k] * w[n * ldw + k], for the rows n
+// in [n0, n1) of a float16 (bf16 false) or bfloat16 weight matrix and m < M
+// float32 rows of x: a product of few rows by a half-precision matrix whose
+// rows are contiguous (nn.Linear's x @ w.T), reading each weight once and
+// widening it in registers, in float32 (compiled for each instruction set).
+void half_row_dots(bool bf16, const uint16_t* w, int64_t ldw, const float* x, int64_t M,
+                   int64_t K, int64_t n0, int64_t n1, float* y, int64_t ldy);
+
 // out[i] = op(a[i], b[i]) for i < n, a or b read as one value where form says
 // so; out may be a or b.
 template <typename Op, typename In, typename Out>
