@@ -360,3 +360,23 @@ def test_few_rows_by_a_half_precision_weight_match_float64(dtype, a_shape, n, rn
     strided = mx.stack([x, -x], axis=-1).reshape(a_shape[:-1] + (2 * k,))[..., ::2]
     np.testing.assert_array_equal(np.array((strided @ w.T).astype(mx.float32)),
                                   np.array((x @ w.T).astype(mx.float32)))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_addmm_of_few_rows_by_a_half_precision_weight_matches_float64(dtype, rng, device):
+    # nn.Linear with a bias: c + x @ w.T, and alpha and beta, through the same
+    # products (Note [Half-precision GEMV]).
+    dt = getattr(mx, dtype)
+    eps = 2.0 ** -8 if dtype == "bfloat16" else 2.0 ** -11
+    for rows, k, n in [(1, 300, 70), (3, 33, 5), (7, 16, 9)]:
+        x = mx.array(rng.standard_normal((rows, k)).astype(np.float32)).astype(dt)
+        w = mx.array(rng.standard_normal((n, k)).astype(np.float32)).astype(dt)
+        c = mx.array(rng.standard_normal((n,)).astype(np.float32)).astype(dt)
+        xs, ws, cs = (np.array(v.astype(mx.float32)).astype(np.float64) for v in (x, w, c))
+        for alpha, beta in [(1.0, 1.0), (0.5, -2.0)]:
+            got = mx.addmm(c, x, w.T, alpha=alpha, beta=beta)
+            want = alpha * (xs @ ws.T) + beta * cs
+            assert got.dtype == dt and got.shape == (rows, n)
+            g = np.array(got.astype(mx.float32)).astype(np.float64)
+            bound = eps * np.abs(want) + k * 2.0 ** -22 * (np.abs(xs) @ np.abs(ws).T + np.abs(cs))
+            np.testing.assert_array_less(np.abs(g - want), bound + 1e-30)

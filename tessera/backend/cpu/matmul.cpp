@@ -184,37 +184,48 @@ void run_gemm(const array& a_in, const array& b_in, array& target, int64_t M, in
   });
 }
 
-// Note [Half-precision GEMV] (backend/cpu/vector_math.h): out = a @ b for a
-// float16 or bfloat16 b of two dimensions whose columns are contiguous (w.T of
-// a row-major w) and at most kHalfGemvRows rows of a in all. Converting b to
+// Note [Half-precision GEMV] (backend/cpu/vector_math.h): a @ b for a float16
+// or bfloat16 b of two dimensions whose columns are contiguous (w.T of a
+// row-major w) and at most kHalfGemvRows rows of a in all. Converting b to
 // float32 for OpenBLAS wrote and read every weight twice more: a 1 x 2048 by
-// 2048 x 8192 bfloat16 product took 16.5 ms here, 2 GB/s of weights. Returns
-// false, computing nothing, where it does not apply.
+// 2048 x 8192 bfloat16 product took 16.5 ms here, 2 GB/s of weights.
 constexpr int64_t kHalfGemvRows = 4;
 
-bool half_gemv(const array& a_in, const array& b, array& out) {
+bool half_gemv_applies(const array& a, const array& b, const array& out) {
   const Dtype t = out.dtype();
-  if ((t != float16 && t != bfloat16) || a_in.dtype() != t || b.dtype() != t || b.ndim() != 2) {
+  if ((t != float16 && t != bfloat16) || a.dtype() != t || b.dtype() != t || b.ndim() != 2) {
     return false;
   }
+  const int64_t K = b.shape(0);
+  const int64_t rows = K > 0 ? static_cast<int64_t>(a.size()) / K : 0;
+  return rows > 0 && rows <= kHalfGemvRows && b.strides(0) == 1 && b.strides(1) >= K;
+}
+
+// target (float32, row-contiguous, out's shape) = alpha (a @ b) [+ beta target].
+void half_gemv(const array& a, const array& b, array& target, float alpha, float beta,
+               bool accumulate) {
   const int64_t K = b.shape(0), N = b.shape(1);
-  const int64_t rows = K > 0 ? static_cast<int64_t>(a_in.size()) / K : 0;
-  if (rows == 0 || rows > kHalfGemvRows || b.strides(0) != 1 || b.strides(1) < K) return false;
-  array x(a_in.shape(), float32, nullptr, {});
+  const int64_t rows = static_cast<int64_t>(a.size()) / K;
+  array x(a.shape(), float32, nullptr, {});
   x.set_data(allocator::malloc(x.nbytes()));
-  cpu::copy_into(a_in, x);
-  array y({static_cast<int>(rows), static_cast<int>(N)}, float32, nullptr, {});
-  y.set_data(allocator::malloc(y.nbytes()));
+  cpu::copy_into(a, x);
+  const bool direct = alpha == 1.f && !accumulate;
+  array dots = direct ? target : array({static_cast<int>(rows), static_cast<int>(N)}, float32,
+                                       nullptr, {});
+  if (!direct) dots.set_data(allocator::malloc(dots.nbytes()));
   const auto* w = static_cast<const uint16_t*>(b.raw_data());
   const int64_t ldw = b.strides(1);
+  const bool bf16 = b.dtype() == bfloat16;
   const float* xp = x.data<float>();
-  float* yp = y.data<float>();
+  float* dp = dots.data<float>();
   cpu::parallel_for(N, 64, [&](int64_t n0, int64_t n1) {
-    cpu::half_row_dots(t == bfloat16, w, ldw, xp, rows, K, n0, n1, yp, N);
+    cpu::half_row_dots(bf16, w, ldw, xp, rows, K, n0, n1, dp, N);
   });
-  out.set_data(allocator::malloc(out.nbytes()));
-  cpu::cast_contiguous(yp, float32, out.raw_data(), t, out.size());
-  return true;
+  if (direct) return;
+  float* tp = target.data<float>();
+  for (int64_t i = 0; i < rows * N; ++i) {
+    tp[i] = accumulate ? alpha * dp[i] + beta * tp[i] : alpha * dp[i];
+  }
 }
 
 // out = alpha (a @ b) [+ beta c]: the shared body of Matmul and AddMM.
@@ -246,6 +257,8 @@ void eval_product(const array& a_in, const array& b_shared, const array* c, arra
   if (K == 0) {
     // Nothing to contract: the result is beta * c, or zeros.
     scale(target, c ? beta : 0.f);
+  } else if (half_gemv_applies(a_in, b_shared, out)) {
+    half_gemv(a_in, b_shared, target, alpha, beta, c != nullptr);
   } else {
     run_gemm(a_in, b_in, target, M, N, K, alpha, beta, c != nullptr);
   }
@@ -259,7 +272,6 @@ void eval_product(const array& a_in, const array& b_shared, const array* c, arra
 }  // namespace
 
 void Matmul::eval_cpu(const std::vector<array>& inputs, array& out) {
-  if (out.size() > 0 && half_gemv(inputs[0], inputs[1], out)) return;
   eval_product(inputs[0], inputs[1], nullptr, out, 1.f, 0.f);
 }
 
