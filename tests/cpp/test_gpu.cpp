@@ -354,7 +354,9 @@ TEST(Residency, BorrowedDeviceMemoryIsReadNotWrittenNorEvicted) {
 // ops are queued one after the other, each before the last is read (as a
 // decoding loop does), while a second thread reads every step's results as
 // they come and a CPU op reads a GPU result in between: each value is that of
-// its own step.
+// its own step. Recording is on when the program runs with
+// TESSERA_GPU_GRAPHS=1 (as scripts/gpu-check runs it); without, the same
+// steps check the plain launches.
 TEST(Residency, RecordedBatchesGiveEachStepItsOwnValues) {
   REQUIRE_GPU();
   Stream g = new_stream(Device::gpu);
