@@ -76,11 +76,16 @@ cudaStream_t stream_locked(int index) {
   if (index < 0 || index >= static_cast<int>(st.streams.size()) || !st.streams[index]) {
     return st.copy_stream;
   }
+  launch_pending_tiny_locked(index, st.streams[index]);
+  return st.streams[index];
+}
+
+void launch_pending_tiny_locked(int index, cudaStream_t cs) {
+  auto& st = state();
   if (index < static_cast<int>(st.tiny.size()) && st.tiny[index] && st.tiny[index]->count > 0) {
-    launch_tiny(*st.tiny[index], st.streams[index]);
+    launch_tiny(*st.tiny[index], cs);
     st.tiny[index]->count = 0;
   }
-  return st.streams[index];
 }
 
 cudaEvent_t take_event_locked() {

@@ -108,15 +108,6 @@ void fail_locked(cudaError_t err, const char* call) {
   std::fprintf(stderr, "%s\n", st.recording_error.c_str());
 }
 
-// Launches pending tiny ops of stream `index` (Note [Tiny ops]) on cs.
-void launch_pending_tiny_locked(int index, cudaStream_t cs) {
-  auto& st = state();
-  if (index < static_cast<int>(st.tiny.size()) && st.tiny[index] && st.tiny[index]->count > 0) {
-    launch_tiny(*st.tiny[index], cs);
-    st.tiny[index]->count = 0;
-  }
-}
-
 // An executable graph updated from `graph` (of `nodes` nodes), taken out of
 // r.execs; null when none of the last kTries of that size takes the update.
 cudaGraphExec_t updated_exec_locked(Recording& r, cudaGraph_t graph, size_t nodes) {

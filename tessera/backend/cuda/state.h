@@ -148,6 +148,9 @@ inline CudaState& state() {
 // The stream of index `index`, for queueing work on it or waiting for it:
 // its pending tiny ops are launched first (Note [Tiny ops]).
 cudaStream_t stream_locked(int index);
+// Launches the pending tiny ops of stream index `index` on cs: its CUDA
+// stream, or the stream that records it (Note [Recorded batches]).
+void launch_pending_tiny_locked(int index, cudaStream_t cs);
 // An event from the pool (Note [CUDA state]), and giving it back.
 cudaEvent_t take_event_locked();
 void give_event_locked(cudaEvent_t e);
