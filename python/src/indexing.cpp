@@ -21,6 +21,26 @@ struct BasicIndex {
   Shape result_shape;             // the shape of a[idx]
 };
 
+// The entries of an index, read in place: a tuple's items, or the index itself.
+class Entries {
+ public:
+  explicit Entries(nb::handle idx) : single_(idx.ptr()) {
+    if (PyTuple_Check(single_)) {
+      items_ = PySequence_Fast_ITEMS(single_);
+      size_ = PyTuple_GET_SIZE(single_);
+    }
+  }
+  Entries(const Entries&) = delete;
+  Entries& operator=(const Entries&) = delete;
+  PyObject* const* begin() const { return items_; }
+  PyObject* const* end() const { return items_ + size_; }
+
+ private:
+  PyObject* single_;
+  PyObject* const* items_ = &single_;
+  Py_ssize_t size_ = 1;
+};
+
 bool is_int_index(nb::handle e) {
   if (PyBool_Check(e.ptr())) return false;
   if (PyLong_Check(e.ptr())) return true;
@@ -50,12 +70,7 @@ void check_index_counts(int ellipses, int real, int nd) {
 }
 
 BasicIndex basic_index(const array& a, nb::handle idx) {
-  std::vector<nb::handle> entries;
-  if (PyTuple_Check(idx.ptr())) {
-    for (nb::handle e : idx) entries.push_back(e);
-  } else {
-    entries.push_back(idx);
-  }
+  const Entries entries(idx);
   int nd = static_cast<int>(a.ndim());
   int real = 0, ellipses = 0;
   for (nb::handle e : entries) {
@@ -73,6 +88,7 @@ BasicIndex basic_index(const array& a, nb::handle idx) {
   r.start.assign(nd, 0);
   r.stop = a.shape();
   r.strides.assign(nd, 1);
+  r.result_shape.reserve(nd + (entries.end() - entries.begin()));
   int ax = 0;
   auto keep_axis = [&] { r.result_shape.push_back(a.shape()[ax]); ++ax; };
   for (nb::handle e : entries) {
@@ -116,7 +132,8 @@ BasicIndex basic_index(const array& a, nb::handle idx) {
 bool is_trivial(const array& a, const BasicIndex& ix) {
   return ix.squeeze_axes.empty() && ix.result_shape == a.shape() &&
          std::all_of(ix.strides.begin(), ix.strides.end(), [](int s) { return s == 1; }) &&
-         ix.start == Shape(a.ndim(), 0) && ix.stop == a.shape();
+         std::all_of(ix.start.begin(), ix.start.end(), [](int b) { return b == 0; }) &&
+         ix.stop == a.shape();
 }
 
 bool is_array_index(nb::handle e) {
@@ -152,13 +169,11 @@ std::vector<array> true_positions(const array& mask) {
 }
 
 std::optional<AdvancedIndex> advanced_index(const array& a, nb::handle idx) {
-  std::vector<nb::handle> entries;
-  if (PyTuple_Check(idx.ptr())) {
-    for (nb::handle e : idx) entries.push_back(e);
-  } else {
-    entries.push_back(idx);
+  const Entries entries(idx);
+  if (std::none_of(entries.begin(), entries.end(),
+                   [](PyObject* e) { return is_array_index(e); })) {
+    return std::nullopt;
   }
-  if (std::none_of(entries.begin(), entries.end(), is_array_index)) return std::nullopt;
   // Each entry: 'N' (None), 'E' (Ellipsis), 'S' (slice), 'A' (int or array: advanced).
   struct Entry { char kind; nb::handle h; std::vector<array> arrays; bool mask = false; };
   std::vector<Entry> es;
@@ -368,7 +383,7 @@ array get_item(const array& a, nb::handle idx) {
   if (auto adv = advanced_index(a, idx)) return advanced_get(a, *adv);
   BasicIndex ix = basic_index(a, idx);
   array r = a;
-  if (!is_trivial(a, ix)) r = slice(a, ix.start, ix.stop, ix.strides);
+  if (!is_trivial(a, ix)) r = slice(a, std::move(ix.start), std::move(ix.stop), std::move(ix.strides));
   if (!ix.squeeze_axes.empty()) r = squeeze(r, ix.squeeze_axes);
   if (r.shape() != ix.result_shape) r = reshape(r, ix.result_shape);
   return r;
@@ -435,7 +450,8 @@ array set_item(const array& a, nb::handle idx, nb::handle v) {
     region[i] = static_cast<ShapeElem>(st > 0 ? (e > b ? (e - b + st - 1) / st : 0)
                                               : (b > e ? (b - e - st - 1) / (-st) : 0));
   }
-  return slice_update(a, reshape(val, region), ix.start, ix.stop, ix.strides);
+  return slice_update(a, reshape(val, std::move(region)), std::move(ix.start), std::move(ix.stop),
+                      std::move(ix.strides));
 }
 
 // a.at[idx]: functional updates. With basic indices every position occurs once,

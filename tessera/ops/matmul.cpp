@@ -43,30 +43,44 @@ Product prepare_product(const array& a, const array& b, Dtype t, const char* op,
     throw_invalid(op, "last dimension of a " + shape_str(a.shape()) +
                           " must match the second-to-last of b " + shape_str(b.shape()));
   }
-  Shape batch_a(p.a.shape().begin(), p.a.shape().end() - 2);
-  Shape batch_b(p.b.shape().begin(), p.b.shape().end() - 2);
-  Shape batch;
-  try {
-    batch = broadcast_shapes(batch_a, batch_b, op);
-  } catch (const std::invalid_argument&) {
-    throw_invalid(op, "batch dimensions of a " + shape_str(a.shape()) + " and b " +
-                          shape_str(b.shape()) + " cannot be broadcast");
+  // The batch axes: a's alone when b is a matrix (the decoding step's
+  // x @ w.T takes this path once per linear layer, so it allocates little).
+  Shape batch(p.a.shape().begin(), p.a.shape().end() - 2);
+  if (nb > 2) {
+    Shape batch_b(p.b.shape().begin(), p.b.shape().end() - 2);
+    try {
+      batch = broadcast_shapes(batch, batch_b, op);
+    } catch (const std::invalid_argument&) {
+      throw_invalid(op, "batch dimensions of a " + shape_str(a.shape()) + " and b " +
+                            shape_str(b.shape()) + " cannot be broadcast");
+    }
   }
   const int M = p.a.shape(na - 2), K = p.a.shape(na - 1), N = p.b.shape(nb - 1);
-  Shape a_shape = batch, b_shape = batch;
-  a_shape.insert(a_shape.end(), {M, K});
-  b_shape.insert(b_shape.end(), {K, N});
+  auto with = [&batch](std::initializer_list<int> tail) {
+    Shape shape;
+    shape.reserve(batch.size() + tail.size());
+    shape.assign(batch.begin(), batch.end());
+    shape.insert(shape.end(), tail);
+    return shape;
+  };
   // A b without batch axes (nn.Linear's weight) stays a matrix, which the
   // primitive shares across a's batch (Note [A shared b] in
   // ops/primitives/matmul.h).
-  if (nb == 2) b_shape = {K, N};
-  p.a = broadcast_to(astype(p.a, t, s), a_shape, s);
-  p.b = broadcast_to(astype(p.b, t, s), b_shape, s);
-  p.shape = batch;
-  p.shape.insert(p.shape.end(), {M, N});
-  p.final_shape = batch;
-  if (!p.a_vector) p.final_shape.push_back(M);
-  if (!p.b_vector) p.final_shape.push_back(N);
+  p.a = astype(p.a, t, s);
+  if (p.a.ndim() != batch.size() + 2 ||
+      !std::equal(batch.begin(), batch.end(), p.a.shape().begin())) {
+    p.a = broadcast_to(p.a, with({M, K}), s);
+  }
+  p.b = astype(p.b, t, s);
+  if (nb > 2) p.b = broadcast_to(p.b, with({K, N}), s);
+  p.shape = with({M, N});
+  if (!p.a_vector && !p.b_vector) {
+    p.final_shape = p.shape;
+  } else if (p.a_vector && p.b_vector) {
+    p.final_shape = std::move(batch);
+  } else {
+    p.final_shape = with({p.a_vector ? N : M});
+  }
   return p;
 }
 

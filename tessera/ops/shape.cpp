@@ -125,14 +125,16 @@ array transpose(const array& a, std::vector<int> axes, StreamOrDevice s) {
     throw_invalid("transpose", "axes " + ints_str(axes) + " do not match an array with " +
                                    std::to_string(nd) + " dimensions");
   }
-  std::vector<int> seen(nd, 0);
-  for (auto& ax : axes) {
-    ax = normalize_axis(ax, nd, "transpose");
-    if (seen[ax]++) throw_invalid("transpose", "repeated axis in " + ints_str(axes));
+  for (size_t i = 0; i < axes.size(); ++i) {
+    axes[i] = normalize_axis(axes[i], nd, "transpose");
+    if (std::find(axes.begin(), axes.begin() + i, axes[i]) != axes.begin() + i) {
+      throw_invalid("transpose", "repeated axis in " + ints_str(axes));
+    }
   }
   Shape shape(nd);
   for (int i = 0; i < nd; ++i) shape[i] = a.shape(axes[i]);
-  return array(shape, a.dtype(), std::make_shared<Transpose>(to_stream(s), std::move(axes)), {a});
+  return array(std::move(shape), a.dtype(),
+               std::make_shared<Transpose>(to_stream(s), std::move(axes)), {a});
 }
 
 array transpose(const array& a, std::initializer_list<int> axes, StreamOrDevice s) {
@@ -151,7 +153,7 @@ array slice(const array& a, Shape start, Shape stop, Shape strides, StreamOrDevi
                                             [](int v) { return v == 1; })) {
     return a;
   }
-  return array(out_shape, a.dtype(),
+  return array(std::move(out_shape), a.dtype(),
                std::make_shared<Slice>(to_stream(s), std::move(start), std::move(stop),
                                        std::move(strides)),
                {a});
@@ -193,7 +195,8 @@ array reshape(const array& a, Shape shape, StreamOrDevice s) {
                                  shape_str(shape));
   }
   if (shape == a.shape()) return a;
-  return array(shape, a.dtype(), std::make_shared<Reshape>(to_stream(s), shape), {a});
+  auto primitive = std::make_shared<Reshape>(to_stream(s), shape);
+  return array(std::move(shape), a.dtype(), std::move(primitive), {a});
 }
 
 array flatten(const array& a, int start_axis, int end_axis, StreamOrDevice s) {

@@ -65,9 +65,11 @@ class QuantizedLinear(_Quantized):
                 f"group_size={self.group_size}, bits={self.bits}, mode={self.mode!r}")
 
     def __call__(self, x):
+        # Called once per layer per decoding step: the arguments are passed as
+        # they are, without building a dict of them each call.
         y = mx.quantized_matmul(x, self["weight"], scales=self["scales"],
                                 biases=self.get("biases"), transpose=True,
-                                **self._quantized_kwargs())
+                                group_size=self.group_size, bits=self.bits, mode=self.mode)
         if "bias" in self:
             y = y + self["bias"]
         return y
