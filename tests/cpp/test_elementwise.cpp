@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <set>
 #include <sstream>
@@ -441,33 +442,56 @@ void check_vmaps(const Op& op) {
   });
 }
 
-// Runs check on every op of the table; a failure names the op.
-template <class F>
-void for_each_op(F check) {
-  for (const Op& op : op_table::ops()) {
-    SCOPED_TRACE(op.name);
-    check(op);
+// One test per op of the table and suite, named after the op, so that a
+// failure names it and gtest's shards (and a sanitizer's runs of them) split
+// the table op by op.
+std::vector<size_t> op_indices(bool (*keep)(const Op&)) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < op_table::ops().size(); ++i) {
+    if (keep(op_table::ops()[i])) out.push_back(i);
   }
+  return out;
 }
+
+bool every(const Op&) { return true; }
+bool vmappable(const Op& op) { return op.vmappable; }
+
+std::string op_test_name(const ::testing::TestParamInfo<size_t>& info) {
+  std::string name = op_table::ops()[info.param].name;
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return name;
+}
+
+class EveryOp : public ::testing::TestWithParam<size_t> {
+ protected:
+  const Op& op() const { return op_table::ops()[GetParam()]; }
+};
+
+class EveryVmappableOp : public EveryOp {};
 
 }  // namespace
 
-TEST(Elementwise, ValuesOfEveryOp) { for_each_op(check_values); }
+TEST_P(EveryOp, Values) { check_values(op()); }
 
-TEST(Elementwise, DerivativesOfEveryOp) { for_each_op(check_derivatives); }
+TEST_P(EveryOp, Derivatives) { check_derivatives(op()); }
 
-TEST(Elementwise, VmapOfEveryOp) {
-  for_each_op([](const Op& op) {
-    if (op.vmappable) check_vmaps(op);
-  });
-}
+TEST_P(EveryVmappableOp, Vmap) { check_vmaps(op()); }
+
+INSTANTIATE_TEST_SUITE_P(Elementwise, EveryOp, ::testing::ValuesIn(op_indices(every)),
+                         op_test_name);
+INSTANTIATE_TEST_SUITE_P(Elementwise, EveryVmappableOp,
+                         ::testing::ValuesIn(op_indices(vmappable)), op_test_name);
 
 // Every entry has a distinct name, describes each of its inputs, and gives
 // every suite something to check.
 TEST(Elementwise, TableIsWellFormed) {
-  std::set<std::string> names;
-  for (auto& op : op_table::ops()) {
+  std::set<std::string> names, test_names;
+  for (size_t i = 0; i < op_table::ops().size(); ++i) {
+    const Op& op = op_table::ops()[i];
     EXPECT_TRUE(names.insert(op.name).second) << op.name << " twice";
+    EXPECT_TRUE(test_names.insert(op_test_name({i, 0})).second) << op.name << "'s test name twice";
     EXPECT_GE(op.arity(), 1) << op.name;
     EXPECT_FALSE(op.dtypes.empty()) << op.name;
     EXPECT_FALSE(op.layouts.empty()) << op.name;
